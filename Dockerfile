@@ -1,0 +1,14 @@
+FROM python:3.13-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY memadmin memadmin
+COPY records records
+COPY sweeper sweeper
+RUN pip install --no-cache-dir '.[prod]'
+COPY . .
+RUN SECRET_KEY=build-only DATABASE_URL=postgres://build/none python manage.py collectstatic --noinput
+RUN useradd --system memadmin && mkdir -p /app/var && chown memadmin /app/var
+USER memadmin
+EXPOSE 8000
+CMD ["gunicorn", "memadmin.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]

@@ -1,0 +1,38 @@
+# memadmin: `make run` starts everything on the embedded default, `make test` runs the tests.
+SHELL := /bin/bash
+VENV ?= .venv
+# The first Python >= 3.12 on PATH (pyenv users: .python-version asks for 3.13).
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.14 python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' \
+	>/dev/null 2>&1 && { echo $$p; break; }; done)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: run test lint format setup bench clean
+
+$(STAMP): pyproject.toml
+	@if [ -z "$(PYTHON)" ]; then echo "memadmin needs Python 3.12 or newer (Django 6); none found on PATH." >&2; exit 1; fi
+	@echo "Creating $(VENV) with $$($(PYTHON) --version)"
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/python -m pip install -q --upgrade pip
+	@$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/python manage.py start
+
+test: $(STAMP)
+	SECRET_KEY="$${SECRET_KEY:-$$($(VENV)/bin/python -c 'import secrets; print(secrets.token_urlsafe(50))')}" \
+		$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf $(VENV) var staticfiles

@@ -1,0 +1,73 @@
+"""Staff roles. A role is a Django group; superusers hold every role.
+
+support    pins and re-scores memory records
+ops        reviews dry-runs, applies plans, edits policies, manages API keys
+compliance submits and tracks erasure jobs
+"""
+
+import logging
+from functools import wraps
+
+from django.core.exceptions import PermissionDenied
+
+SUPPORT = "support"
+OPS = "ops"
+COMPLIANCE = "compliance"
+ROLES = (SUPPORT, OPS, COMPLIANCE)
+
+log = logging.getLogger("memadmin.authz")
+
+
+def user_roles(user) -> frozenset[str]:
+    if not user.is_authenticated or not user.is_active:
+        return frozenset()
+    if user.is_superuser:
+        return frozenset(ROLES)
+    cached = getattr(user, "_memadmin_roles", None)
+    if cached is None:
+        cached = frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+        user._memadmin_roles = cached
+    return cached
+
+
+def has_role(user, *roles: str) -> bool:
+    """True when the user holds at least one of ``roles``."""
+    return bool(user_roles(user) & set(roles))
+
+
+def check_role(request, *roles: str) -> None:
+    """Raise PermissionDenied (HTTP 403) and log who tried what, without payloads."""
+    if not has_role(request.user, *roles):
+        log.warning(
+            "denied user=%s path=%s method=%s needs=%s",
+            getattr(request.user, "username", "anonymous") or "anonymous",
+            request.path,
+            request.method,
+            "|".join(roles),
+        )
+        raise PermissionDenied(f"This action needs the {' or '.join(roles)} role.")
+
+
+def role_required(*roles: str):
+    """View decorator: the user must hold one of ``roles``."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            check_role(request, *roles)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def roles_context(request) -> dict:
+    user = getattr(request, "user", None)
+    roles = user_roles(user) if user is not None else frozenset()
+    return {
+        "user_roles": roles,
+        "is_support": SUPPORT in roles,
+        "is_ops": OPS in roles,
+        "is_compliance": COMPLIANCE in roles,
+    }

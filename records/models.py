@@ -1,0 +1,388 @@
+"""The memory domain: records with eviction metadata, ADK sessions, artifacts, policies."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from . import policy as pure
+
+APP_NAME_MAX = 128
+USER_ID_MAX = 256
+SESSION_ID_MAX = 256
+
+
+class Policy(models.Model):
+    """The eviction policy of one app. Every change bumps ``version`` and is kept."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX, unique=True)
+    version = models.PositiveIntegerField(default=1)
+    ttl_days = models.PositiveIntegerField(default=365, help_text="Hard TTL of unpinned records.")
+    half_life_hours = models.FloatField(default=24 * 30, help_text="Recency half-life.")
+    max_records = models.PositiveIntegerField(default=500, help_text="Records per user.")
+    max_tokens = models.PositiveIntegerField(default=40_000, help_text="Tokens per user.")
+    w_recency = models.FloatField(default=0.4)
+    w_frequency = models.FloatField(default=0.2)
+    w_importance = models.FloatField(default=0.4)
+    saturation_hits = models.PositiveIntegerField(
+        default=100, help_text="Hits at which the frequency term reaches 1."
+    )
+    session_idle_days = models.PositiveIntegerField(
+        default=7, help_text="Sessions idle this long are retired by the sweeper."
+    )
+    summarise = models.BooleanField(
+        default=False, help_text="Merge clusters of low-score victims into a summary first."
+    )
+    summarise_min_cluster = models.PositiveIntegerField(default=5)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        verbose_name_plural = "policies"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ttl_days__gte=1)
+                & Q(half_life_hours__gt=0)
+                & Q(max_records__gte=1)
+                & Q(max_tokens__gte=1)
+                & Q(saturation_hits__gte=1)
+                & Q(w_recency__gte=0)
+                & Q(w_frequency__gte=0)
+                & Q(w_importance__gte=0)
+                & Q(session_idle_days__gte=1)
+                & Q(summarise_min_cluster__gte=2),
+                name="policy_values_in_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app_name} v{self.version}"
+
+    def params(self) -> pure.PolicyParams:
+        return pure.PolicyParams(
+            ttl=timedelta(days=self.ttl_days),
+            half_life=timedelta(hours=self.half_life_hours),
+            max_records=self.max_records,
+            max_tokens=self.max_tokens,
+            w_recency=self.w_recency,
+            w_frequency=self.w_frequency,
+            w_importance=self.w_importance,
+            saturation_hits=self.saturation_hits,
+        )
+
+    def clean(self) -> None:
+        errors: dict[str, list[str]] = {}
+        if self.ttl_days is not None and self.ttl_days < 1:
+            errors.setdefault("ttl_days", []).append("TTL must be at least 1 day.")
+        if self.half_life_hours is not None and not self.half_life_hours > 0:
+            errors.setdefault("half_life_hours", []).append("Half-life must be positive.")
+        if self.session_idle_days is not None and self.session_idle_days < 1:
+            errors.setdefault("session_idle_days", []).append("Idle threshold must be >= 1 day.")
+        if self.summarise_min_cluster is not None and self.summarise_min_cluster < 2:
+            errors.setdefault("summarise_min_cluster", []).append("A cluster needs >= 2 records.")
+        for name in ("max_records", "max_tokens", "saturation_hits"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                errors.setdefault(name, []).append("Must be at least 1.")
+        weights = [self.w_recency, self.w_frequency, self.w_importance]
+        if all(w is not None for w in weights):
+            if any(w < 0 for w in weights):
+                errors.setdefault("__all__", []).append("Weights must be at least 0.")
+            elif abs(sum(weights) - 1.0) > 1e-6:
+                errors.setdefault("__all__", []).append(
+                    f"Weights must sum to 1; recency + frequency + importance = {sum(weights):.4f}."
+                )
+        if errors:
+            raise ValidationError(errors)
+
+    def snapshot(self) -> dict:
+        return {f: getattr(self, f) for f in POLICY_FIELDS}
+
+
+POLICY_FIELDS = (
+    "ttl_days",
+    "half_life_hours",
+    "max_records",
+    "max_tokens",
+    "w_recency",
+    "w_frequency",
+    "w_importance",
+    "saturation_hits",
+    "session_idle_days",
+    "summarise",
+    "summarise_min_cluster",
+)
+
+
+class PolicyVersion(models.Model):
+    """An immutable copy of every version a policy has had (including the current one)."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    version = models.PositiveIntegerField()
+    values = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["app_name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["app_name", "version"], name="policy_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app_name} v{self.version}"
+
+
+class ImportanceSource(models.TextChoices):
+    RULE = "rule", "rule"
+    CLASSIFIER = "classifier", "classifier"
+    STAFF = "staff", "staff"
+    DEFAULT = "default", "default"
+    CALLER = "caller", "caller"
+
+
+class MemoryRecord(models.Model):
+    """One long-term memory with the metadata eviction needs and its provenance."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    # Plain ids, not foreign keys: provenance outlives the session (see RetiredSession).
+    source_session_id = models.CharField(max_length=SESSION_ID_MAX, blank=True)
+    source_event_ids = models.JSONField(default=list, blank=True)
+    # Hash of (session, event, part) so re-ingesting a session never duplicates a record.
+    dedupe_key = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001 - NULL = no key
+    content = models.TextField()
+    author = models.CharField(max_length=256, blank=True)
+    entry_timestamp = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    last_accessed_at = models.DateTimeField()
+    hits = models.PositiveIntegerField(default=0)
+    importance = models.FloatField(default=0.0)
+    importance_source = models.CharField(
+        max_length=16, choices=ImportanceSource.choices, default=ImportanceSource.DEFAULT
+    )
+    importance_rule = models.CharField(max_length=64, blank=True, help_text="Rule that set it.")
+    category = models.CharField(max_length=32, blank=True)
+    pinned = models.BooleanField(default=False)
+    tokens = models.PositiveIntegerField(default=0)
+    is_summary = models.BooleanField(default=False)
+    # For summaries: [{"record_id": .., "session_id": ..}, ...] of every merged source.
+    summary_sources = models.JSONField(default=list, blank=True)
+    custom_metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["app_name", "user_id"], name="record_user"),
+            models.Index(fields=["app_name", "created_at"], name="record_app_created"),
+            models.Index(
+                fields=["app_name", "user_id", "source_session_id"], name="record_session"
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(importance__gte=0) & Q(importance__lte=1),
+                name="record_importance_0_1",
+            ),
+            models.CheckConstraint(condition=Q(hits__gte=0), name="record_hits_nonneg"),
+            models.CheckConstraint(condition=Q(tokens__gte=0), name="record_tokens_nonneg"),
+            models.UniqueConstraint(
+                fields=["app_name", "user_id", "dedupe_key"],
+                condition=Q(dedupe_key__isnull=False),
+                name="record_dedupe_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"record {self.pk} ({self.app_name}/{self.user_id})"
+
+    def as_policy_record(self) -> pure.Record:
+        return pure.Record(
+            id=self.pk,
+            created_at=self.created_at,
+            last_accessed_at=self.last_accessed_at,
+            hits=self.hits,
+            importance=self.importance,
+            pinned=self.pinned,
+            tokens=self.tokens,
+        )
+
+
+class AgentSession(models.Model):
+    """An ADK session. Session-scoped state only; app and user state live apart."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    session_id = models.CharField(max_length=SESSION_ID_MAX)
+    state = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+    # ADK's float seconds, kept exactly so sessions round-trip.
+    last_update_time = models.FloatField()
+    # Bumped on every write; a caller holding an older revision is stale.
+    revision = models.PositiveBigIntegerField(default=0)
+    event_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["app_name", "user_id", "session_id"], name="session_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["app_name", "last_update_time"], name="session_app_updated"),
+            models.Index(
+                fields=["app_name", "user_id", "last_update_time"], name="session_user_updated"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id} ({self.app_name}/{self.user_id})"
+
+
+class SessionEvent(models.Model):
+    """One ADK event, whole, as JSON, with the columns queries need."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
+    position = models.PositiveIntegerField()
+    event_id = models.CharField(max_length=128)
+    invocation_id = models.CharField(max_length=256, blank=True)
+    author = models.CharField(max_length=256, blank=True)
+    timestamp = models.FloatField()
+    is_compaction = models.BooleanField(default=False)
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["session", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "position"], name="event_position_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "event_id"], name="event_session_id"),
+            models.Index(fields=["session", "timestamp"], name="event_session_ts"),
+        ]
+
+    def __str__(self) -> str:
+        return f"event {self.event_id}"
+
+
+class AppState(models.Model):
+    """``app:`` state, shared by every session of an app (keys stored without prefix)."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX, unique=True)
+    state = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"app state {self.app_name}"
+
+
+class UserState(models.Model):
+    """``user:`` state, shared by a user's sessions in one app (keys stored without prefix)."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    state = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["app_name", "user_id"], name="user_state_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"user state {self.app_name}/{self.user_id}"
+
+
+class Artifact(models.Model):
+    """One version of an ADK artifact. ``session_id`` is empty for user-scoped artifacts."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    session_id = models.CharField(max_length=SESSION_ID_MAX, blank=True)
+    filename = models.CharField(max_length=512)
+    version = models.PositiveIntegerField()
+    # The genai Part as JSON, without inline bytes (those live in ``data``).
+    part = models.JSONField(default=dict)
+    data = models.BinaryField(null=True, blank=True)
+    mime_type = models.CharField(max_length=255, blank=True)
+    custom_metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["app_name", "user_id", "session_id", "filename", "version"],
+                name="artifact_version_unique",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["app_name", "user_id", "session_id"], name="artifact_scope"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.filename} v{self.version}"
+
+
+class EvictionReason(models.TextChoices):
+    EXPIRED = pure.EXPIRED, "expired"
+    RECORD_CAP = pure.RECORD_CAP, "record cap"
+    TOKEN_CAP = pure.TOKEN_CAP, "token cap"
+    MANUAL = "manual", "manual"
+    SUMMARISED = "summarised", "summarised"
+
+
+class EvictionEvent(models.Model):
+    """That a record was evicted, why and how it scored. Never its content."""
+
+    record_id = models.BigIntegerField()
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    reason = models.CharField(max_length=16, choices=EvictionReason.choices)
+    recency = models.FloatField(null=True, blank=True)
+    frequency = models.FloatField(null=True, blank=True)
+    importance = models.FloatField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+    policy_version = models.PositiveIntegerField(null=True, blank=True)
+    run_id = models.BigIntegerField(null=True, blank=True, help_text="Sweep/enforce run, if any.")
+    evicted_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["evicted_at"], name="eviction_time"),
+            models.Index(fields=["app_name", "user_id"], name="eviction_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"evicted {self.record_id} ({self.reason})"
+
+
+class RetiredSession(models.Model):
+    """Tombstone of a session the sweeper retired, so record provenance still resolves."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    session_id = models.CharField(max_length=SESSION_ID_MAX)
+    created_at = models.DateTimeField()
+    last_update_time = models.FloatField()
+    event_count = models.PositiveIntegerField()
+    retired_at = models.DateTimeField()
+    run_id = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["app_name", "user_id", "session_id"], name="retired_session_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"retired {self.session_id}"

@@ -1,0 +1,52 @@
+"""Reading and changing per-app policies. Every change is kept as a PolicyVersion."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from .models import POLICY_FIELDS, Policy, PolicyVersion
+
+
+def policy_for(app_name: str) -> Policy:
+    """The app's current policy, created with the article's defaults on first use."""
+    policy = Policy.objects.filter(app_name=app_name).first()
+    if policy is not None:
+        return policy
+    try:
+        with transaction.atomic():
+            policy = Policy.objects.create(app_name=app_name)
+            PolicyVersion.objects.create(
+                app_name=app_name, version=policy.version, values=policy.snapshot(), note="defaults"
+            )
+            return policy
+    except IntegrityError:  # another process created it first
+        return Policy.objects.get(app_name=app_name)
+
+
+def update_policy(app_name: str, changes: dict, *, by=None, note: str = "") -> Policy:
+    """Apply ``changes``, validate them, bump the version and keep a copy of it.
+
+    Raises django.core.exceptions.ValidationError (nothing saved) on bad values.
+    """
+    unknown = set(changes) - set(POLICY_FIELDS)
+    if unknown:
+        from django.core.exceptions import ValidationError
+
+        raise ValidationError(f"Unknown policy field(s): {', '.join(sorted(unknown))}.")
+    policy_for(app_name)
+    with transaction.atomic():
+        policy = Policy.objects.select_for_update().get(app_name=app_name)
+        for field, value in changes.items():
+            setattr(policy, field, value)
+        policy.full_clean()
+        policy.version += 1
+        policy.updated_by = by
+        policy.save()
+        PolicyVersion.objects.create(
+            app_name=app_name,
+            version=policy.version,
+            values=policy.snapshot(),
+            created_by=by,
+            note=note,
+        )
+    return policy

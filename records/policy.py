@@ -1,0 +1,178 @@
+"""The eviction policy: pure Python, no Django, no I/O, ``now`` always passed in.
+
+score(r) = w_r * recency + w_f * frequency + w_i * importance, where
+
+    recency    = 0.5 ** (hours since r.last_accessed_at / half_life_hours)
+    frequency  = min(1, ln(1 + r.hits) / ln(1 + saturation_hits))
+    importance = assigned at write time, 0..1
+
+victims = expired records, then the lowest scores until count <= max_records and
+tokens <= max_tokens, never a pinned record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+EXPIRED = "expired"
+RECORD_CAP = "record_cap"
+TOKEN_CAP = "token_cap"  # noqa: S105 - a reason, not a secret
+
+# Scores are rounded before they are compared, so that Python and the database,
+# which evaluate the same formula with different floating-point libraries,
+# rank records identically. 1e-9 is far below any difference that matters.
+SCORE_DECIMALS = 9
+
+
+class PolicyError(ValueError):
+    """A policy value is out of range; the message says which and what is allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyParams:
+    ttl: timedelta = timedelta(days=365)
+    half_life: timedelta = timedelta(days=30)
+    max_records: int = 500
+    max_tokens: int = 40_000
+    w_recency: float = 0.4
+    w_frequency: float = 0.2
+    w_importance: float = 0.4
+    saturation_hits: int = 100
+
+    def __post_init__(self) -> None:
+        errors = validate_params(self)
+        if errors:
+            raise PolicyError("; ".join(errors))
+
+    @property
+    def half_life_hours(self) -> float:
+        return self.half_life.total_seconds() / 3600.0
+
+
+def validate_params(p: PolicyParams) -> list[str]:
+    """Every problem with ``p`` as a sentence a person can act on."""
+    errors = []
+    if p.ttl <= timedelta(0):
+        errors.append("TTL must be positive")
+    if p.half_life <= timedelta(0):
+        errors.append("half-life must be positive")
+    if p.max_records < 1:
+        errors.append("max records must be at least 1")
+    if p.max_tokens < 1:
+        errors.append("max tokens must be at least 1")
+    if p.saturation_hits < 1:
+        errors.append("frequency saturation must be at least 1 hit")
+    weights = (p.w_recency, p.w_frequency, p.w_importance)
+    if any(not math.isfinite(w) or w < 0 for w in weights):
+        errors.append("weights must be finite and at least 0")
+    elif not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
+        errors.append(f"weights must sum to 1 (they sum to {sum(weights):.4f})")
+    return errors
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What the policy needs to know about one memory record."""
+
+    id: int | str
+    created_at: datetime
+    last_accessed_at: datetime
+    hits: int = 0
+    importance: float = 0.0
+    pinned: bool = False
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    recency: float
+    frequency: float
+    importance: float
+    total: float
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    id: int | str
+    reason: str  # EXPIRED, RECORD_CAP or TOKEN_CAP
+    score: Score
+    tokens: int
+
+
+def fresh_last_accessed(now: datetime, half_life: timedelta) -> datetime:
+    """New records start one half-life "old", so creation does not count as a retrieval."""
+    return now - half_life
+
+
+def fresh(
+    id: int | str,
+    now: datetime,
+    params: PolicyParams,
+    *,
+    importance: float,
+    pinned: bool = False,
+    tokens: int = 0,
+) -> Record:
+    return Record(
+        id=id,
+        created_at=now,
+        last_accessed_at=fresh_last_accessed(now, params.half_life),
+        hits=0,
+        importance=importance,
+        pinned=pinned,
+        tokens=tokens,
+    )
+
+
+class HybridPolicy:
+    """TTL, then pins, then capacity caps with victims chosen by the blended score."""
+
+    def __init__(self, params: PolicyParams | None = None) -> None:
+        self.params = params or PolicyParams()
+
+    def expired(self, r: Record, now: datetime) -> bool:
+        return not r.pinned and r.created_at + self.params.ttl < now
+
+    def score(self, r: Record, now: datetime) -> Score:
+        p = self.params
+        # A record touched "after" now (a preview as of the past) counts as just touched.
+        hours = max(0.0, (now - r.last_accessed_at).total_seconds() / 3600.0)
+        recency = 0.5 ** (hours / p.half_life_hours)
+        frequency = min(1.0, math.log1p(max(r.hits, 0)) / math.log1p(p.saturation_hits))
+        total = p.w_recency * recency + p.w_frequency * frequency + p.w_importance * r.importance
+        return Score(recency, frequency, r.importance, round(total, SCORE_DECIMALS))
+
+    def ranked(self, records: Iterable[Record], now: datetime) -> list[tuple[Record, Score]]:
+        """Unexpired records, lowest score first; ties broken by age, then id."""
+        live = [(r, self.score(r, now)) for r in records if not self.expired(r, now)]
+        live.sort(key=lambda rs: (rs[1].total, rs[0].last_accessed_at, rs[0].created_at, rs[0].id))
+        return live
+
+    def victims(self, records: Sequence[Record], now: datetime) -> list[Victim]:
+        p = self.params
+        out: list[Victim] = []
+        live_records = []
+        for r in records:
+            if self.expired(r, now):
+                out.append(Victim(r.id, EXPIRED, self.score(r, now), r.tokens))
+            else:
+                live_records.append(r)
+        ranked = self.ranked(live_records, now)
+        count = len(ranked)
+        tokens = sum(r.tokens for r, _ in ranked)
+        for r, s in ranked:
+            if count <= p.max_records and tokens <= p.max_tokens:
+                break
+            if r.pinned:
+                continue  # never a victim, even when the caps cannot be met
+            reason = RECORD_CAP if count > p.max_records else TOKEN_CAP
+            out.append(Victim(r.id, reason, s, r.tokens))
+            count -= 1
+            tokens -= r.tokens
+        return out
+
+    def victim_ids(self, records: Sequence[Record], now: datetime) -> list[int | str]:
+        return [v.id for v in self.victims(records, now)]

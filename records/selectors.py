@@ -1,0 +1,84 @@
+"""Read-only queries for pages. Each returns plain values, in a bounded number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Max, Q, Sum
+
+from .models import MemoryRecord, Policy
+
+USER_SORTS = {
+    "records": "-records",
+    "tokens": "-tokens",
+    "pinned": "-pinned",
+    "activity": "-last_activity",
+    "user": "user_id",
+    "app": "app_name",
+}
+
+
+@dataclass(frozen=True)
+class UserRow:
+    app_name: str
+    user_id: str
+    records: int
+    tokens: int
+    pinned: int
+    last_activity: object
+    max_records: int
+    max_tokens: int
+
+    @property
+    def cap_use(self) -> float:
+        """The fuller of the two caps, as a fraction (may exceed 1 before enforcement)."""
+        return max(self.records / self.max_records, self.tokens / self.max_tokens)
+
+    @property
+    def cap_percent(self) -> int:
+        return round(self.cap_use * 100)
+
+
+def user_page(*, search: str = "", sort: str = "records", page: int = 1, per_page: int = 50):
+    """One page of (app, user) rows: one aggregate query, one count, one policy lookup."""
+    qs = MemoryRecord.objects.all()
+    if search:
+        qs = qs.filter(Q(user_id__icontains=search) | Q(app_name__icontains=search))
+    rows = (
+        qs.values("app_name", "user_id")
+        .annotate(
+            records=Count("id"),
+            tokens=Sum("tokens"),
+            pinned=Count("id", filter=Q(pinned=True)),
+            last_activity=Max("last_accessed_at"),
+        )
+        .order_by(USER_SORTS.get(sort, "-records"), "app_name", "user_id")
+    )
+    paginator = Paginator(rows, per_page)
+    page_obj: Page = paginator.get_page(page)
+    apps = {row["app_name"] for row in page_obj.object_list}
+    caps = {
+        p.app_name: (p.max_records, p.max_tokens)
+        for p in Policy.objects.filter(app_name__in=apps).only(
+            "app_name", "max_records", "max_tokens"
+        )
+    }
+    default_caps = (
+        Policy._meta.get_field("max_records").default,
+        Policy._meta.get_field("max_tokens").default,
+    )
+    page_obj.object_list = [
+        UserRow(
+            app_name=row["app_name"],
+            user_id=row["user_id"],
+            records=row["records"],
+            tokens=row["tokens"] or 0,
+            pinned=row["pinned"],
+            last_activity=row["last_activity"],
+            max_records=caps.get(row["app_name"], default_caps)[0],
+            max_tokens=caps.get(row["app_name"], default_caps)[1],
+        )
+        for row in page_obj.object_list
+    ]
+    return page_obj

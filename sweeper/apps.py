@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SweeperConfig(AppConfig):
+    name = "sweeper"
+    verbose_name = "sweeper"

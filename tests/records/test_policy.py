@@ -1,0 +1,300 @@
+"""The pure policy, with a fixed clock. No database."""
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from records.policy import (
+    EXPIRED,
+    RECORD_CAP,
+    TOKEN_CAP,
+    HybridPolicy,
+    PolicyError,
+    PolicyParams,
+    Record,
+    fresh,
+    fresh_last_accessed,
+)
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+HALF_LIFE = timedelta(days=30)
+
+
+def rec(
+    id,
+    *,
+    age=timedelta(days=10),
+    accessed_ago=timedelta(days=1),
+    hits=0,
+    importance=0.5,
+    pinned=False,
+    tokens=10,
+):
+    return Record(
+        id=id,
+        created_at=NOW - age,
+        last_accessed_at=NOW - accessed_ago,
+        hits=hits,
+        importance=importance,
+        pinned=pinned,
+        tokens=tokens,
+    )
+
+
+# --- score terms ---------------------------------------------------------------
+
+
+def test_recency_halves_every_half_life():
+    policy = HybridPolicy()
+    assert policy.score(rec(1, accessed_ago=timedelta(0)), NOW).recency == 1.0
+    assert policy.score(rec(1, accessed_ago=HALF_LIFE), NOW).recency == pytest.approx(0.5)
+    assert policy.score(rec(1, accessed_ago=2 * HALF_LIFE), NOW).recency == pytest.approx(0.25)
+
+
+def test_frequency_is_logarithmic_and_saturates_at_100_hits():
+    policy = HybridPolicy()
+    f = lambda hits: policy.score(rec(1, hits=hits), NOW).frequency  # noqa: E731
+    assert f(0) == 0.0
+    assert f(1) == pytest.approx(math.log(2) / math.log(101))
+    assert f(100) == pytest.approx(1.0)
+    assert f(10_000) == 1.0
+    # the hundredth hit adds far less than the second
+    assert f(2) - f(1) > 20 * (f(100) - f(99))
+
+
+def test_total_is_the_article_blend():
+    s = HybridPolicy().score(rec(1, accessed_ago=HALF_LIFE, hits=1, importance=0.8), NOW)
+    expected = 0.4 * 0.5 + 0.2 * (math.log(2) / math.log(101)) + 0.4 * 0.8
+    assert s.total == pytest.approx(expected, abs=1e-9)
+    assert (s.importance, s.recency) == (0.8, pytest.approx(0.5))
+
+
+def test_a_record_touched_after_now_counts_as_just_touched():
+    s = HybridPolicy().score(rec(1, accessed_ago=-timedelta(days=3)), NOW)
+    assert s.recency == 1.0
+
+
+def test_fresh_records_start_one_half_life_old():
+    r = fresh("n", NOW, PolicyParams(), importance=0.1, tokens=5)
+    assert r.created_at == NOW
+    assert r.last_accessed_at == fresh_last_accessed(NOW, HALF_LIFE) == NOW - HALF_LIFE
+    assert HybridPolicy().score(r, NOW).recency == pytest.approx(0.5)
+
+
+# --- expiry --------------------------------------------------------------------
+
+
+def test_expired_after_ttl_but_never_when_pinned():
+    policy = HybridPolicy(PolicyParams(ttl=timedelta(days=365)))
+    old = rec(1, age=timedelta(days=366))
+    assert policy.expired(old, NOW)
+    assert not policy.expired(rec(2, age=timedelta(days=364)), NOW)
+    assert not policy.expired(rec(3, age=timedelta(days=366), pinned=True), NOW)
+    # exactly at the TTL is not yet expired ("isBefore")
+    assert not policy.expired(rec(4, age=timedelta(days=365)), NOW)
+
+
+def test_expired_records_are_victims_even_under_the_caps():
+    policy = HybridPolicy()
+    victims = policy.victims([rec(1, age=timedelta(days=400)), rec(2)], NOW)
+    assert [(v.id, v.reason) for v in victims] == [(1, EXPIRED)]
+
+
+def test_ttl_on_a_pinned_record_keeps_it():
+    policy = HybridPolicy(PolicyParams(max_records=1))
+    pinned_old = rec(1, age=timedelta(days=900), pinned=True)
+    victims = policy.victims([pinned_old, rec(2)], NOW)
+    assert [v.id for v in victims] == [2]
+
+
+# --- caps ----------------------------------------------------------------------
+
+
+def test_lowest_scores_go_first_until_the_record_cap_holds():
+    policy = HybridPolicy(PolicyParams(max_records=2))
+    records = [
+        rec(1, importance=0.9),
+        rec(2, importance=0.1),
+        rec(3, importance=0.5),
+        rec(4, importance=0.2),
+    ]
+    victims = policy.victims(records, NOW)
+    assert [(v.id, v.reason) for v in victims] == [(2, RECORD_CAP), (4, RECORD_CAP)]
+
+
+def test_token_cap_binding_before_record_cap():
+    policy = HybridPolicy(PolicyParams(max_records=100, max_tokens=100))
+    records = [
+        rec(1, importance=0.9, tokens=60),
+        rec(2, importance=0.1, tokens=30),
+        rec(3, importance=0.2, tokens=30),
+    ]
+    victims = policy.victims(records, NOW)
+    # 120 tokens: dropping the lowest (30) gets to 90 <= 100
+    assert [(v.id, v.reason) for v in victims] == [(2, TOKEN_CAP)]
+
+
+def test_record_zero_tokens_never_help_the_token_cap_but_count_for_records():
+    policy = HybridPolicy(PolicyParams(max_records=100, max_tokens=50))
+    records = [
+        rec(1, importance=0.0, tokens=0),
+        rec(2, importance=0.1, tokens=60),
+        rec(3, importance=0.9, tokens=10),
+    ]
+    victims = policy.victims(records, NOW)
+    # The zero-token record scores lowest and is taken first (policy is score order),
+    # then record 2, after which 10 tokens remain.
+    assert [v.id for v in victims] == [1, 2]
+    assert sum(r.tokens for r in records if r.id not in {v.id for v in victims}) <= 50
+
+
+def test_reason_is_record_cap_while_count_is_over_even_if_tokens_are_too():
+    policy = HybridPolicy(PolicyParams(max_records=1, max_tokens=10))
+    victims = policy.victims([rec(1, importance=0.1, tokens=20), rec(2, tokens=5)], NOW)
+    assert [(v.id, v.reason) for v in victims] == [(1, RECORD_CAP)]
+
+
+def test_pinned_never_chosen_even_when_caps_cannot_be_met():
+    policy = HybridPolicy(PolicyParams(max_records=1, max_tokens=1))
+    records = [rec(i, pinned=True, importance=0.0, tokens=50) for i in range(3)]
+    assert policy.victims(records, NOW) == []
+    mixed = records + [rec(9, importance=1.0, tokens=1)]
+    assert [v.id for v in policy.victims(mixed, NOW)] == [9]
+
+
+def test_ties_are_broken_deterministically_oldest_access_first_then_id():
+    policy = HybridPolicy(PolicyParams(max_records=1))
+    same = dict(age=timedelta(days=5), accessed_ago=timedelta(days=2), importance=0.3)
+    records = [rec(3, **same), rec(1, **same), rec(2, **same)]
+    assert [v.id for v in policy.victims(records, NOW)] == [1, 2]
+    assert [v.id for v in policy.victims(list(reversed(records)), NOW)] == [1, 2]
+
+
+def test_empty_and_under_cap_give_no_victims():
+    policy = HybridPolicy()
+    assert policy.victims([], NOW) == []
+    assert policy.victims([rec(i) for i in range(500)], NOW) == []
+
+
+# --- validation ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"max_records": 0}, "max records must be at least 1"),
+        ({"max_tokens": -5}, "max tokens must be at least 1"),
+        ({"half_life": timedelta(0)}, "half-life must be positive"),
+        ({"ttl": timedelta(days=-1)}, "TTL must be positive"),
+        ({"w_recency": 0.5}, "weights must sum to 1"),
+        ({"w_recency": -0.2, "w_frequency": 0.8}, "weights must be finite and at least 0"),
+        ({"w_recency": float("nan")}, "weights must be finite"),
+    ],
+)
+def test_bad_params_are_refused_with_a_message(changes, message):
+    with pytest.raises(PolicyError, match=message):
+        PolicyParams(**changes)
+
+
+# --- the article's worked example ------------------------------------------------
+
+
+def pharmacy_customer():
+    """498 records of ~70 tokens: the allergy (pinned), four long-unread notes, the rest busy."""
+    month = timedelta(days=30)
+    records = [
+        rec(
+            "allergy",
+            age=timedelta(days=300),
+            accessed_ago=7 * month,
+            hits=2,
+            importance=0.9,
+            pinned=True,
+            tokens=70,
+        ),
+        # "a note that the user once asked about opening hours, last read eight months ago"
+        rec(
+            "opening-hours",
+            age=timedelta(days=320),
+            accessed_ago=8 * month,
+            hits=1,
+            importance=0.1,
+            tokens=70,
+        ),
+    ]
+    for i in range(3):
+        records.append(
+            rec(
+                f"old-note-{i}",
+                age=timedelta(days=310),
+                accessed_ago=(6 + i) * month,
+                hits=0,
+                importance=0.1,
+                tokens=70,
+            )
+        )
+    for i in range(493):
+        records.append(
+            rec(
+                f"note-{i}",
+                age=timedelta(days=5 + i % 300),
+                accessed_ago=timedelta(days=i % 20),
+                hits=1 + i % 30,
+                importance=0.4 + (i % 5) / 10,
+                tokens=70,
+            )
+        )
+    return records
+
+
+def new_records(now, *, naive):
+    made = [("address", 0.8), ("courier-complaint", 0.5)] + [
+        (f"pleasantry-{i}", 0.1) for i in range(4)
+    ]
+    params = PolicyParams()
+    out = []
+    for id, importance in made:
+        r = fresh(id, now, params, importance=importance, tokens=20)
+        if naive:  # creation counted as access: the flaw the article fixes
+            r = Record(r.id, r.created_at, now, r.hits, r.importance, r.pinned, r.tokens)
+        out.append(r)
+    return out
+
+
+def test_worked_example_scores():
+    policy = HybridPolicy()
+    existing = {r.id: r for r in pharmacy_customer()}
+    assert len(existing) == 498
+    assert sum(r.tokens for r in existing.values()) == 34_860  # "about 34,900 tokens"
+    assert policy.score(existing["opening-hours"], NOW).total == pytest.approx(0.07, abs=0.005)
+    naive = new_records(NOW, naive=True)
+    assert policy.score(naive[2], NOW).total == pytest.approx(0.44)
+    fresh_ones = new_records(NOW, naive=False)
+    assert policy.score(fresh_ones[2], NOW).total == pytest.approx(0.24)
+
+
+def test_worked_example_evicts_four_old_notes_and_keeps_the_allergy():
+    policy = HybridPolicy()
+    everything = pharmacy_customer() + new_records(NOW, naive=False)
+    assert len(everything) == 504
+    victims = policy.victims(everything, NOW)
+    assert len(victims) == 4
+    assert {v.id for v in victims} == {"opening-hours", "old-note-0", "old-note-1", "old-note-2"}
+    assert all(v.reason == RECORD_CAP for v in victims)
+    assert "allergy" not in {v.id for v in victims}
+    # the pleasantries survive until they age
+    assert not any(str(v.id).startswith("pleasantry") for v in victims)
+
+
+def test_worked_example_with_naive_recency_would_also_keep_pleasantries_at_044():
+    policy = HybridPolicy()
+    victims = policy.victims(pharmacy_customer() + new_records(NOW, naive=True), NOW)
+    assert not any(str(v.id).startswith("pleasantry") for v in victims)
+
+
+def test_worked_example_pinned_allergy_is_never_a_candidate_even_at_the_bottom():
+    policy = HybridPolicy(PolicyParams(max_records=10))
+    victims = policy.victims(pharmacy_customer() + new_records(NOW, naive=False), NOW)
+    assert len(victims) == 494  # everything but the allergy and nine best
+    assert "allergy" not in {v.id for v in victims}
