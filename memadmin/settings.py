@@ -219,13 +219,14 @@ if CELERY_BROKER_URL:
 else:
     # A broker that needs no server: kombu's filesystem transport in var/broker.
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 CELERY_TASK_IGNORE_RESULT = True  # outcomes live in database rows, not a result backend
