@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 
 from . import policy as pure
+from . import rules as pure_rules
 
 APP_NAME_MAX = 128
 USER_ID_MAX = 256
@@ -354,11 +355,14 @@ class EvictionEvent(models.Model):
     policy_version = models.PositiveIntegerField(null=True, blank=True)
     run_id = models.BigIntegerField(null=True, blank=True, help_text="Sweep/enforce run, if any.")
     evicted_at = models.DateTimeField()
+    # The evicted record's dedupe key (a hash of ids, not content), so that re-ingesting
+    # its session does not bring an evicted memory back.
+    dedupe_key = models.CharField(max_length=64, blank=True)
 
     class Meta:
         indexes = [
             models.Index(fields=["evicted_at"], name="eviction_time"),
-            models.Index(fields=["app_name", "user_id"], name="eviction_user"),
+            models.Index(fields=["app_name", "user_id", "dedupe_key"], name="eviction_user_key"),
         ]
 
     def __str__(self) -> str:
@@ -386,3 +390,63 @@ class RetiredSession(models.Model):
 
     def __str__(self) -> str:
         return f"retired {self.session_id}"
+
+
+class ImportanceRule(models.Model):
+    """A staff-editable rule; overrides the shipped default of the same name.
+
+    ``app_name`` empty means every app; an app's own rule wins over an all-apps rule.
+    """
+
+    ACTIONS = [(pure_rules.SCORE, "score"), (pure_rules.DROP, "drop")]
+
+    app_name = models.CharField(max_length=APP_NAME_MAX, blank=True)
+    name = models.CharField(max_length=64)
+    pattern = models.TextField(help_text="Python regular expression, matched case-insensitively.")
+    action = models.CharField(max_length=8, choices=ACTIONS, default=pure_rules.SCORE)
+    importance = models.FloatField(null=True, blank=True)
+    pin = models.BooleanField(default=False)
+    category = models.CharField(max_length=32, blank=True)
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["app_name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["app_name", "name"], name="rule_name_unique"),
+            models.CheckConstraint(
+                condition=Q(importance__isnull=True)
+                | (Q(importance__gte=0) & Q(importance__lte=1)),
+                name="rule_importance_0_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app_name or '*'}:{self.name}"
+
+    def as_rule(self) -> pure_rules.Rule:
+        return pure_rules.Rule(
+            name=self.name,
+            pattern=self.pattern,
+            action=self.action,
+            importance=self.importance,
+            pin=self.pin,
+            category=self.category,
+            enabled=self.enabled,
+        )
+
+    def clean(self) -> None:
+        problems = pure_rules.validate_rule(_unchecked_rule(self))
+        if problems:
+            raise ValidationError("; ".join(problems))
+
+
+def _unchecked_rule(row: ImportanceRule) -> pure_rules.Rule:
+    """A Rule built without __post_init__ validation, so clean() can report every problem."""
+    rule = object.__new__(pure_rules.Rule)
+    for field in ("name", "pattern", "action", "importance", "pin", "category", "enabled"):
+        object.__setattr__(rule, field, getattr(row, field))
+    return rule

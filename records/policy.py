@@ -127,6 +127,18 @@ def fresh(
     )
 
 
+def score_terms(
+    seconds_since_access: float, hits: int, importance: float, p: PolicyParams
+) -> Score:
+    """The blended score from plain numbers (shared with the SQLite database function)."""
+    # A record touched "after" now (a preview as of the past) counts as just touched.
+    hours = max(0.0, seconds_since_access / 3600.0)
+    recency = 0.5 ** (hours / p.half_life_hours)
+    frequency = min(1.0, math.log1p(max(hits, 0)) / math.log1p(p.saturation_hits))
+    total = p.w_recency * recency + p.w_frequency * frequency + p.w_importance * importance
+    return Score(recency, frequency, importance, round(total, SCORE_DECIMALS))
+
+
 class HybridPolicy:
     """TTL, then pins, then capacity caps with victims chosen by the blended score."""
 
@@ -137,13 +149,9 @@ class HybridPolicy:
         return not r.pinned and r.created_at + self.params.ttl < now
 
     def score(self, r: Record, now: datetime) -> Score:
-        p = self.params
-        # A record touched "after" now (a preview as of the past) counts as just touched.
-        hours = max(0.0, (now - r.last_accessed_at).total_seconds() / 3600.0)
-        recency = 0.5 ** (hours / p.half_life_hours)
-        frequency = min(1.0, math.log1p(max(r.hits, 0)) / math.log1p(p.saturation_hits))
-        total = p.w_recency * recency + p.w_frequency * frequency + p.w_importance * r.importance
-        return Score(recency, frequency, r.importance, round(total, SCORE_DECIMALS))
+        return score_terms(
+            (now - r.last_accessed_at).total_seconds(), r.hits, r.importance, self.params
+        )
 
     def ranked(self, records: Iterable[Record], now: datetime) -> list[tuple[Record, Score]]:
         """Unexpired records, lowest score first; ties broken by age, then id."""

@@ -1,0 +1,223 @@
+"""ADK events and memory entries → candidate records, with rules applied.
+
+One candidate per event that carries text. Compaction events are skipped: their
+summary stands in for events the session still holds, and those originals are what
+gets extracted. Function calls and responses are tool traffic, not memories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from . import rules as pure_rules
+from .models import ImportanceSource
+
+log = logging.getLogger(__name__)
+
+# Longer texts are truncated (and say so) rather than refused: an agent turn must not
+# fail because a user pasted a document. 32k characters is ~8k tokens.
+MAX_CONTENT_CHARS = 32_000
+TRUNCATION_MARK = " […truncated]"
+
+Classifier = Callable[[str], float | None]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A record about to be stored: content plus the decisions the rules made."""
+
+    dedupe_key: str | None
+    session_id: str
+    event_ids: tuple[str, ...]
+    content: str
+    author: str
+    entry_timestamp: datetime | None
+    importance: float
+    importance_source: str
+    importance_rule: str
+    category: str
+    pinned: bool
+    tokens: int
+    custom_metadata: dict = field(default_factory=dict)
+
+
+def clean_text(text: str) -> str:
+    """Make text storable everywhere: no NUL (PostgreSQL refuses it), no lone surrogates."""
+    text = text.replace("\x00", "")
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    if len(text) > MAX_CONTENT_CHARS:
+        text = text[: MAX_CONTENT_CHARS - len(TRUNCATION_MARK)] + TRUNCATION_MARK
+    return text
+
+
+def dedupe_key(app_name: str, user_id: str, scope: str, item_id: str) -> str:
+    """Stable key of (app, user, session or 'memory', event or memory id)."""
+    raw = "\x1f".join((app_name, user_id, scope, item_id))
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def event_text(event) -> str:
+    """The text parts of an ADK event, joined; '' for tool traffic and compaction events."""
+    actions = getattr(event, "actions", None)
+    if actions is not None and getattr(actions, "compaction", None) is not None:
+        return ""
+    content = getattr(event, "content", None)
+    if content is None or not content.parts:
+        return ""
+    texts = [p.text for p in content.parts if p.text and not getattr(p, "thought", False)]
+    return "\n".join(t for t in texts if t.strip())
+
+
+def _timestamp(value: float | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+class Extractor:
+    """Applies rules (and the optional classifier) to text; counts tokens."""
+
+    def __init__(
+        self,
+        rules: Sequence[pure_rules.Rule],
+        count_tokens: Callable[[str], int],
+        classifier: Classifier | None = None,
+    ) -> None:
+        self.rules = tuple(rules)
+        self.count_tokens = count_tokens
+        self.classifier = classifier
+
+    def _candidate(self, text: str, **fields) -> Candidate | None:
+        text = clean_text(text)
+        decision = pure_rules.decide(text, self.rules)
+        if decision.drop:
+            return None
+        importance, source, rule = decision.importance, ImportanceSource.RULE, decision.rule
+        if importance is None:
+            importance, source, rule = self._classify(text)
+        overrides = fields.pop("overrides", {})
+        pinned = decision.pinned
+        if "importance" in overrides:
+            importance, source, rule = overrides["importance"], ImportanceSource.CALLER, "caller"
+        if "pinned" in overrides:
+            pinned = overrides["pinned"]
+        return Candidate(
+            content=text,
+            importance=importance,
+            importance_source=source,
+            importance_rule=rule,
+            category=decision.category,
+            pinned=pinned,
+            tokens=self.count_tokens(text),
+            **fields,
+        )
+
+    def _classify(self, text: str) -> tuple[float, str, str]:
+        if self.classifier is not None:
+            try:
+                value = self.classifier(text)
+            except Exception:  # a broken classifier must not lose the memory
+                log.exception("importance classifier failed; using the default importance")
+                value = None
+            if value is not None:
+                value = float(value)
+                if 0.0 <= value <= 1.0:
+                    return value, ImportanceSource.CLASSIFIER, "classifier"
+                log.warning("importance classifier returned %r, outside 0..1; ignored", value)
+        return pure_rules.UNMATCHED_IMPORTANCE, ImportanceSource.DEFAULT, ""
+
+    def from_events(
+        self, app_name: str, user_id: str, session_id: str, events: Iterable
+    ) -> list[Candidate]:
+        out = []
+        for event in events:
+            if getattr(event, "partial", False):
+                continue
+            text = event_text(event)
+            if not text:
+                continue
+            event_id = event.id or ""
+            candidate = self._candidate(
+                text,
+                dedupe_key=dedupe_key(app_name, user_id, session_id, event_id)
+                if event_id
+                else None,
+                session_id=session_id,
+                event_ids=(event_id,) if event_id else (),
+                author=(event.author or "")[:256],
+                entry_timestamp=_timestamp(event.timestamp),
+            )
+            if candidate is not None:
+                out.append(candidate)
+        return out
+
+    def from_memories(
+        self, app_name: str, user_id: str, memories: Iterable, metadata: Mapping | None
+    ) -> list[Candidate]:
+        overrides = memory_overrides(metadata or {})
+        out = []
+        for memory in memories:
+            parts = (memory.content.parts or []) if memory.content else []
+            text = "\n".join(p.text for p in parts if p.text and p.text.strip())
+            if not text:
+                continue
+            candidate = self._candidate(
+                text,
+                dedupe_key=dedupe_key(app_name, user_id, "memory", memory.id)
+                if memory.id
+                else None,
+                session_id=str((metadata or {}).get("session_id") or "")[:256],
+                event_ids=(),
+                author=(memory.author or "")[:256],
+                entry_timestamp=_parse_iso(memory.timestamp),
+                custom_metadata=_json_safe(memory.custom_metadata),
+                overrides=overrides,
+            )
+            if candidate is not None:
+                out.append(candidate)
+        return out
+
+
+def memory_overrides(metadata: Mapping) -> dict:
+    """``importance`` (0..1) and ``pinned`` (bool) a caller may set on add_memory."""
+    out = {}
+    if "importance" in metadata:
+        value = metadata["importance"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ValueError(
+                f"custom_metadata['importance'] must be a number in 0..1, not {value!r}"
+            )
+        out["importance"] = float(value)
+    if "pinned" in metadata:
+        if not isinstance(metadata["pinned"], bool):
+            raise ValueError("custom_metadata['pinned'] must be true or false")
+        out["pinned"] = metadata["pinned"]
+    return out
+
+
+def _parse_iso(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _json_safe(metadata: Mapping | None) -> dict:
+    from pydantic_core import to_jsonable_python
+
+    if not metadata:
+        return {}
+    try:
+        return dict(to_jsonable_python(dict(metadata), fallback=str))
+    except Exception:
+        return {}

@@ -1,0 +1,179 @@
+"""EvictingMemoryService: ADK's BaseMemoryService on the record store.
+
+Agents and the Runner use it unchanged:
+
+    Runner(agent=..., app_name=..., session_service=DjangoSessionService(),
+           memory_service=EvictingMemoryService(), artifact_service=DjangoArtifactService())
+
+Every write extracts records (rules decide importance and pins, small talk is
+dropped), stores them and enforces the app's policy for that user under the user's
+lock. Search returns unexpired records ranked by relevance and touches them; a lost
+touch never fails a user's turn. The sync functions below are the same operations
+for Celery tasks, management commands and the HTTP API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import override
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+from google.adk.events.event import Event
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.session import Session
+from google.genai import types
+
+from . import store
+from .models import MemoryRecord
+
+Clock = Callable[[], datetime]
+
+UNSCOPED_SESSION = ""
+
+
+# --- sync operations ---------------------------------------------------------------------
+
+
+def add_session(session: Session, now: datetime) -> store.IngestResult:
+    """Extract a whole session's events, store them, enforce. Idempotent per event."""
+    if not isinstance(session, Session):
+        raise TypeError("add_session_to_memory expects a google.adk Session")
+    store.check_scope(session.app_name, session.user_id, session.id)
+    candidates = store.extractor_for(session.app_name).from_events(
+        session.app_name, session.user_id, session.id, session.events
+    )
+    return store.ingest(session.app_name, session.user_id, candidates, now)
+
+
+def add_events(
+    app_name: str,
+    user_id: str,
+    events: Sequence[Event],
+    now: datetime,
+    session_id: str | None = None,
+) -> store.IngestResult:
+    """Extract a delta of events (not necessarily a whole session)."""
+    store.check_scope(app_name, user_id, session_id)
+    for event in events:
+        if not isinstance(event, Event):
+            raise TypeError(f"events must be google.adk Event objects, not {type(event).__name__}")
+    candidates = store.extractor_for(app_name).from_events(
+        app_name, user_id, session_id or UNSCOPED_SESSION, events
+    )
+    return store.ingest(app_name, user_id, candidates, now)
+
+
+def add_memories(
+    app_name: str,
+    user_id: str,
+    memories: Sequence[MemoryEntry],
+    now: datetime,
+    custom_metadata: Mapping[str, object] | None = None,
+) -> store.IngestResult:
+    """Store explicit memories. custom_metadata may set ``importance`` (0..1), ``pinned``."""
+    store.check_scope(app_name, user_id)
+    for memory in memories:
+        if not isinstance(memory, MemoryEntry):
+            raise TypeError(f"memories must be MemoryEntry objects, not {type(memory).__name__}")
+    candidates = store.extractor_for(app_name).from_memories(
+        app_name, user_id, memories, custom_metadata
+    )
+    return store.ingest(app_name, user_id, candidates, now)
+
+
+def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryEntry]:
+    records = store.search(app_name, user_id, query, now)
+    store.touch(app_name, user_id, [r.id for r in records], now)
+    return [to_memory_entry(r) for r in records]
+
+
+def to_memory_entry(record: MemoryRecord) -> MemoryEntry:
+    stamp = record.entry_timestamp or record.created_at
+    metadata = dict(record.custom_metadata or {})
+    metadata.update(
+        source_session_id=record.source_session_id,
+        importance=record.importance,
+        importance_source=record.importance_source,
+        pinned=record.pinned,
+        category=record.category,
+    )
+    return MemoryEntry(
+        id=str(record.id),
+        content=types.Content(
+            role="user" if record.author == "user" else "model",
+            parts=[types.Part(text=record.content)],
+        ),
+        author=record.author or None,
+        timestamp=stamp.astimezone(UTC).isoformat(),
+        custom_metadata=metadata,
+    )
+
+
+def delete(app_name: str, user_id: str, memory_id: str | None, now: datetime) -> int:
+    record_id = None
+    if memory_id is not None:
+        try:
+            record_id = int(memory_id)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"memory_id must be a record id as returned by search, not {memory_id!r}"
+            ) from exc
+    return store.delete_records(app_name, user_id, now, record_id)
+
+
+# --- the ADK service ----------------------------------------------------------------------
+
+
+class EvictingMemoryService(BaseMemoryService):
+    """ADK memory service that enforces the app's eviction policy on every write."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock = clock or timezone.now
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    @override
+    async def add_session_to_memory(self, session: Session) -> None:
+        await sync_to_async(add_session)(session, self.now())
+
+    @override
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        await sync_to_async(add_events)(app_name, user_id, list(events), self.now(), session_id)
+
+    @override
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[MemoryEntry],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        await sync_to_async(add_memories)(
+            app_name, user_id, list(memories), self.now(), custom_metadata
+        )
+
+    @override
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str
+    ) -> SearchMemoryResponse:
+        entries = await sync_to_async(search_entries)(app_name, user_id, query, self.now())
+        return SearchMemoryResponse(memories=entries)
+
+    @override
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> None:
+        await sync_to_async(delete)(app_name, user_id, memory_id, self.now())

@@ -1,0 +1,381 @@
+"""The ORM record store: ingest, enforce, search, touch, delete.
+
+Everything that changes one user's memory runs under that user's lock (see
+``records.locks``) in one transaction: a failure leaves nothing half-written.
+Views, tasks, management commands and the ADK services all come through here.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+
+from django.conf import settings
+from django.db import connection
+from django.utils.module_loading import import_string
+
+from . import policy as pure
+from . import rules as pure_rules
+from .extract import Candidate, Extractor
+from .locks import user_lock
+from .models import (
+    APP_NAME_MAX,
+    SESSION_ID_MAX,
+    USER_ID_MAX,
+    EvictionEvent,
+    EvictionReason,
+    ImportanceRule,
+    MemoryRecord,
+    Policy,
+)
+from .policies import policy_for
+from .tokens import token_counter
+from .touches import record_touches
+from .victims import SelectedVictim, select_victims
+
+log = logging.getLogger(__name__)
+
+SEARCH_LIMIT = 10
+SEARCH_CANDIDATES = 50
+MAX_QUERY_TERMS = 32
+
+
+# --- validation at the edge -------------------------------------------------------------
+
+
+def check_scope(app_name: str, user_id: str, session_id: str | None = None) -> None:
+    """Refuse ids we cannot store, with a message that says what is allowed."""
+    for label, value, limit in (
+        ("app_name", app_name, APP_NAME_MAX),
+        ("user_id", user_id, USER_ID_MAX),
+    ):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{label} must be a non-empty string")
+        if len(value) > limit:
+            raise ValueError(f"{label} must be at most {limit} characters (got {len(value)})")
+        if "\x00" in value:
+            raise ValueError(f"{label} must not contain NUL characters")
+    if session_id is not None:
+        if not isinstance(session_id, str):
+            raise ValueError("session_id must be a string")
+        if len(session_id) > SESSION_ID_MAX:
+            raise ValueError(f"session_id must be at most {SESSION_ID_MAX} characters")
+        if "\x00" in session_id:
+            raise ValueError("session_id must not contain NUL characters")
+
+
+# --- rules and extraction ----------------------------------------------------------------
+
+
+def active_rules(app_name: str) -> tuple[pure_rules.Rule, ...]:
+    """Shipped defaults, then all-apps overrides, then the app's own, merged by name."""
+    rows = ImportanceRule.objects.filter(app_name__in=["", app_name]).order_by("app_name", "name")
+    overrides = []
+    for row in rows:  # "" sorts first, so the app's own rule wins
+        try:
+            overrides.append(row.as_rule())
+        except pure_rules.RuleError:
+            log.error("importance rule %s is invalid and was skipped", row)
+    return pure_rules.merge_rules(pure_rules.DEFAULT_RULES, overrides)
+
+
+@cache
+def _classifier():
+    path = settings.MEMADMIN.get("IMPORTANCE_CLASSIFIER")
+    return import_string(path) if path else None
+
+
+def extractor_for(app_name: str) -> Extractor:
+    return Extractor(active_rules(app_name), token_counter(), _classifier())
+
+
+# --- ingest and enforcement --------------------------------------------------------------
+
+
+@dataclass
+class IngestResult:
+    candidates: int = 0
+    added: int = 0
+    duplicates: int = 0
+    previously_evicted: int = 0
+    evicted: list[SelectedVictim] = field(default_factory=list)
+
+
+def ingest(
+    app_name: str,
+    user_id: str,
+    candidates: Sequence[Candidate],
+    now: datetime,
+    *,
+    run_id: int | None = None,
+) -> IngestResult:
+    """Store new candidates and enforce the app's policy, under the user's lock.
+
+    Never duplicates a record (unique dedupe key) and never brings back one that was
+    evicted before (its key is remembered on the eviction event).
+    """
+    check_scope(app_name, user_id)
+    result = IngestResult(candidates=len(candidates))
+    policy = policy_for(app_name)
+    with user_lock(app_name, user_id):
+        keys = [c.dedupe_key for c in candidates if c.dedupe_key]
+        existing = set()
+        evicted = set()
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start : start + 1000]
+            existing |= set(
+                MemoryRecord.objects.filter(
+                    app_name=app_name, user_id=user_id, dedupe_key__in=chunk
+                ).values_list("dedupe_key", flat=True)
+            )
+            evicted |= set(
+                EvictionEvent.objects.filter(
+                    app_name=app_name, user_id=user_id, dedupe_key__in=chunk
+                ).values_list("dedupe_key", flat=True)
+            )
+        seen: set[str] = set()
+        new = []
+        for c in candidates:
+            if c.dedupe_key:
+                if c.dedupe_key in existing or c.dedupe_key in seen:
+                    result.duplicates += 1
+                    continue
+                if c.dedupe_key in evicted:
+                    result.previously_evicted += 1
+                    continue
+                seen.add(c.dedupe_key)
+            new.append(_new_record(app_name, user_id, c, now, policy))
+        MemoryRecord.objects.bulk_create(new, batch_size=1000)
+        result.added = len(new)
+        result.evicted = _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
+    return result
+
+
+def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) -> MemoryRecord:
+    return MemoryRecord(
+        app_name=app_name,
+        user_id=user_id,
+        source_session_id=c.session_id,
+        source_event_ids=list(c.event_ids),
+        dedupe_key=c.dedupe_key,
+        content=c.content,
+        author=c.author,
+        entry_timestamp=c.entry_timestamp,
+        created_at=now,
+        # Creation is not access: new records start one half-life old.
+        last_accessed_at=pure.fresh_last_accessed(now, policy.params().half_life),
+        hits=0,
+        importance=c.importance,
+        importance_source=c.importance_source,
+        importance_rule=c.importance_rule,
+        category=c.category,
+        pinned=c.pinned,
+        tokens=c.tokens,
+        custom_metadata=c.custom_metadata,
+    )
+
+
+def enforce(
+    app_name: str, user_id: str, now: datetime, *, run_id: int | None = None
+) -> list[SelectedVictim]:
+    """Apply the app's policy to one user: expired records, then caps."""
+    check_scope(app_name, user_id)
+    policy = policy_for(app_name)
+    with user_lock(app_name, user_id):
+        return _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
+
+
+def _enforce_locked(app_name, user_id, now, policy: Policy, *, run_id=None):
+    victims = select_victims(app_name, [user_id], now, policy.params())
+    evict(app_name, victims, now, policy_version=policy.version, run_id=run_id)
+    return victims
+
+
+def evict(
+    app_name: str,
+    victims: Sequence[SelectedVictim],
+    now: datetime,
+    *,
+    policy_version: int | None,
+    run_id: int | None = None,
+    reason: str | None = None,
+) -> int:
+    """Delete victims and log each as an EvictionEvent (no content). Caller holds the lock."""
+    if not victims:
+        return 0
+    if not connection.in_atomic_block:
+        raise RuntimeError("evict must run inside the user's locked transaction")
+    EvictionEvent.objects.bulk_create(
+        [
+            EvictionEvent(
+                record_id=v.id,
+                app_name=app_name,
+                user_id=v.user_id,
+                reason=reason or v.reason,
+                recency=v.score.recency,
+                frequency=v.score.frequency,
+                importance=v.score.importance,
+                score=v.score.total,
+                tokens=v.tokens,
+                policy_version=policy_version,
+                run_id=run_id,
+                evicted_at=now,
+                dedupe_key=v.dedupe_key,
+            )
+            for v in victims
+        ],
+        batch_size=1000,
+    )
+    ids = [v.id for v in victims]
+    deleted = 0
+    for start in range(0, len(ids), 1000):
+        deleted += MemoryRecord.objects.filter(id__in=ids[start : start + 1000]).delete()[0]
+    return deleted
+
+
+def delete_records(app_name: str, user_id: str, now: datetime, record_id: int | None = None) -> int:
+    """Manual eviction of one record, or (record_id None) of all of the user's records."""
+    check_scope(app_name, user_id)
+    policy = policy_for(app_name)
+    hybrid = pure.HybridPolicy(policy.params())
+    with user_lock(app_name, user_id):
+        qs = MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
+        if record_id is not None:
+            qs = qs.filter(id=record_id)
+        victims = [
+            SelectedVictim(
+                id=r.id,
+                user_id=user_id,
+                reason=EvictionReason.MANUAL,
+                tokens=r.tokens,
+                score=hybrid.score(r.as_policy_record(), now),
+                dedupe_key=r.dedupe_key or "",
+            )
+            for r in qs.only(
+                "id",
+                "created_at",
+                "last_accessed_at",
+                "hits",
+                "importance",
+                "pinned",
+                "tokens",
+                "dedupe_key",
+            )
+        ]
+        return evict(app_name, victims, now, policy_version=policy.version)
+
+
+# --- search ------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Function words carry no meaning for retrieval; PostgreSQL's english configuration
+# drops them, and the same list keeps SQLite's FTS5 ranking comparable.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if
+    in into is it its itself just me more most my myself no nor not now of off on once
+    only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves please tell know remember
+    """.split()  # noqa: SIM905 - easier to read and extend as text
+)
+# Words this long also match by prefix (their first len-3 letters), so a query for
+# "allergies" finds "allergic" even though the stemmer maps them apart.
+PREFIX_MIN_LEN = 7
+
+
+def query_terms(query: str) -> list[str]:
+    """The meaningful words of a query, lowercased, deduplicated, at most MAX_QUERY_TERMS.
+
+    Only when every word is a function word are those kept, so "who am I" still searches.
+    """
+    words = list(dict.fromkeys(w[:64] for w in _WORD.findall(query.lower())))
+    meaningful = [w for w in words if w not in STOPWORDS]
+    return (meaningful or words)[:MAX_QUERY_TERMS]
+
+
+def _prefix(term: str) -> str | None:
+    return term[: len(term) - 3] if len(term) >= PREFIX_MIN_LEN else None
+
+
+def search(
+    app_name: str, user_id: str, query: str, now: datetime, *, limit: int = SEARCH_LIMIT
+) -> list[MemoryRecord]:
+    """Unexpired records matching any query word, most relevant first."""
+    check_scope(app_name, user_id)
+    if not isinstance(query, str):
+        raise ValueError("query must be a string")
+    terms = query_terms(query.replace("\x00", ""))
+    if not terms:
+        return []
+    policy = policy_for(app_name)
+    cutoff = now - policy.params().ttl
+    if connection.vendor == "postgresql":
+        ids = _search_ids_postgres(app_name, user_id, terms, cutoff, limit)
+    else:
+        ids = _search_ids_sqlite(app_name, user_id, terms, cutoff, limit)
+    by_id = MemoryRecord.objects.in_bulk(ids)
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def _search_ids_postgres(app_name, user_id, terms, cutoff, limit) -> list[int]:
+    table = MemoryRecord._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT id FROM {table}, to_tsquery('english', %(q)s) AS q
+            WHERE app_name = %(app)s AND user_id = %(user)s AND search_vector @@ q
+              AND (pinned OR created_at >= %(cutoff)s)
+            ORDER BY ts_rank(search_vector, q) DESC, id DESC
+            LIMIT %(limit)s
+            """,
+            {
+                "q": " | ".join(
+                    t if _prefix(t) is None else f"{t} | {_prefix(t)}:*" for t in terms
+                ),
+                "app": app_name,
+                "user": user_id,
+                "cutoff": cutoff,
+                "limit": limit,
+            },
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _search_ids_sqlite(app_name, user_id, terms, cutoff, limit) -> list[int]:
+    table = MemoryRecord._meta.db_table
+    fts = f"{table}_fts"
+    quoted = []
+    for t in terms:
+        quoted.append('"' + t.replace('"', '""') + '"')
+        if _prefix(t) is not None:
+            quoted.append('"' + _prefix(t).replace('"', '""') + '"*')
+    match = " OR ".join(quoted)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT r.id FROM {fts} JOIN {table} AS r ON r.id = {fts}.rowid
+            WHERE {fts} MATCH %s AND r.app_name = %s AND r.user_id = %s
+              AND (r.pinned OR r.created_at >= %s)
+            ORDER BY bm25({fts}), r.id DESC
+            LIMIT %s
+            """,
+            [match, app_name, user_id, connection.ops.adapt_datetimefield_value(cutoff), limit],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def touch(app_name: str, user_id: str, ids: Sequence[int], now: datetime) -> str:
+    """Record that ``ids`` were returned. Never raises: a lost touch is only logged."""
+    try:
+        return record_touches(app_name, user_id, ids, now)
+    except Exception:
+        log.exception("touch failed for %d records; search result unaffected", len(ids))
+        return "dropped"

@@ -1,0 +1,216 @@
+"""Touches: what a search returned gets hits + 1 and last access = now.
+
+Touches are writes on the read path, so they are batched. With Redis configured they
+are buffered there (per user: a hash of hit counts and a sorted set of latest access
+times) and a periodic task flushes them to the database in bulk; without Redis they
+are applied at once in one bulk update. Eviction only needs approximate access data,
+so a touch lost to a Redis outage is logged and dropped, never an error for the caller.
+
+Redis key families (all per (app, user), so erasure can remove them):
+    memadmin:touch:hits:<app>\\x1f<user>    hash  record id -> hits to add
+    memadmin:touch:time:<app>\\x1f<user>    zset  record id -> latest access (epoch s)
+    memadmin:touch:proc:{hits,time}:...    the same, claimed by a flush in progress
+    memadmin:touch:pending                 set of "<app>\\x1f<user>" with buffered touches
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from functools import cache
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from .models import MemoryRecord
+
+log = logging.getLogger(__name__)
+
+PREFIX = "memadmin:touch"
+PENDING = f"{PREFIX}:pending"
+SEP = "\x1f"
+# After a Redis failure, skip Redis for this long instead of paying a timeout per search.
+BACKOFF_SECONDS = 5.0
+_redis_down_until = 0.0
+
+_CLAIM = """
+local n = 0
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('RENAME', KEYS[1], KEYS[3]); n = n + 1 end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[4]); n = n + 1 end
+redis.call('SREM', KEYS[5], ARGV[1])
+return n
+"""
+
+
+def member(app_name: str, user_id: str) -> str:
+    return f"{app_name}{SEP}{user_id}"
+
+
+def user_keys(app_name: str, user_id: str) -> dict[str, str]:
+    m = member(app_name, user_id)
+    return {
+        "hits": f"{PREFIX}:hits:{m}",
+        "time": f"{PREFIX}:time:{m}",
+        "proc_hits": f"{PREFIX}:proc:hits:{m}",
+        "proc_time": f"{PREFIX}:proc:time:{m}",
+    }
+
+
+@cache
+def redis_client():
+    """The shared client, or None when no Redis is configured."""
+    if not settings.REDIS_URL:
+        return None
+    import redis
+
+    return redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5, health_check_interval=30
+    )
+
+
+def buffering() -> bool:
+    return redis_client() is not None
+
+
+def record_touches(app_name: str, user_id: str, ids: Iterable[int], now: datetime) -> str:
+    """Buffer (or apply) touches. Returns 'buffered', 'applied', 'dropped' or 'none'."""
+    global _redis_down_until
+    ids = list(ids)
+    if not ids:
+        return "none"
+    client = redis_client()
+    if client is None:
+        apply_touches({i: 1 for i in ids}, dict.fromkeys(ids, now))
+        return "applied"
+    if time.monotonic() < _redis_down_until:
+        log.warning("touch buffer unavailable; dropped %d touches for one user", len(ids))
+        return "dropped"
+    keys = user_keys(app_name, user_id)
+    stamp = now.timestamp()
+    try:
+        pipe = client.pipeline(transaction=True)
+        for record_id in ids:
+            pipe.hincrby(keys["hits"], record_id, 1)
+        pipe.zadd(keys["time"], dict.fromkeys((str(i) for i in ids), stamp), gt=True)
+        pipe.sadd(PENDING, member(app_name, user_id))
+        pipe.execute()
+    except Exception as exc:  # Redis down or slow: the search must still answer
+        _redis_down_until = time.monotonic() + BACKOFF_SECONDS
+        log.warning(
+            "touch buffer write failed (%s); dropped %d touches", type(exc).__name__, len(ids)
+        )
+        return "dropped"
+    _redis_down_until = 0.0
+    return "buffered"
+
+
+def apply_touches(hits: dict[int, int], last: dict[int, datetime]) -> int:
+    """One bulk UPDATE: hits += n, last_accessed_at = max(last_accessed_at, at)."""
+    ids = sorted(set(hits) | set(last))
+    if not ids:
+        return 0
+    table = MemoryRecord._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""
+                UPDATE {table} AS r
+                SET hits = r.hits + v.n,
+                    last_accessed_at = GREATEST(r.last_accessed_at, v.at)
+                FROM unnest(%s::bigint[], %s::integer[], %s::timestamptz[]) AS v(id, n, at)
+                WHERE r.id = v.id
+                """,
+                [ids, [hits.get(i, 0) for i in ids], [last.get(i) for i in ids]],
+            )
+            return cursor.rowcount
+        ops = connection.ops
+        rows = [
+            (
+                hits.get(i, 0),
+                ops.adapt_datetimefield_value(last[i]) if i in last else None,
+                i,
+            )
+            for i in ids
+        ]
+        cursor.executemany(
+            f"""
+            UPDATE {table}
+            SET hits = hits + %s,
+                last_accessed_at = MAX(last_accessed_at, COALESCE(%s, last_accessed_at))
+            WHERE id = %s
+            """,
+            rows,
+        )
+        return len(rows)
+
+
+def flush_touches(max_users: int | None = None) -> int:
+    """Move buffered touches into the database. Returns the number of users flushed."""
+    client = redis_client()
+    if client is None:
+        return 0
+    lock = client.lock(f"{PREFIX}:flush-lock", timeout=300, blocking=False)
+    if not lock.acquire():
+        return 0  # another flush is running; its claim covers these keys
+    try:
+        claim = client.register_script(_CLAIM)
+        flushed = 0
+        # Claims left by a flush that crashed after claiming are applied first.
+        for key in client.scan_iter(match=f"{PREFIX}:proc:hits:*", count=500):
+            _apply_claimed(client, key.decode().split(":proc:hits:", 1)[1])
+        for raw in client.sscan_iter(PENDING, count=500):
+            m = raw.decode()
+            app_name, user_id = m.split(SEP, 1)
+            keys = user_keys(app_name, user_id)
+            claim(
+                keys=[keys["hits"], keys["time"], keys["proc_hits"], keys["proc_time"], PENDING],
+                args=[m],
+            )
+            _apply_claimed(client, m)
+            flushed += 1
+            if max_users is not None and flushed >= max_users:
+                break
+        return flushed
+    finally:
+        try:
+            lock.release()
+        except Exception:  # expired meanwhile: nothing to release
+            log.warning("touch flush lock expired before release")
+
+
+def _apply_claimed(client, m: str) -> None:
+    app_name, user_id = m.split(SEP, 1)
+    keys = user_keys(app_name, user_id)
+    hits = {int(k): int(v) for k, v in client.hgetall(keys["proc_hits"]).items()}
+    last = {
+        int(k): datetime.fromtimestamp(score, tz=UTC)
+        for k, score in client.zrange(keys["proc_time"], 0, -1, withscores=True)
+    }
+    apply_touches(hits, last)
+    client.delete(keys["proc_hits"], keys["proc_time"])
+
+
+def discard_user_touches(app_name: str, user_id: str) -> int:
+    """Erasure: drop every buffered touch of the user. Returns keys deleted."""
+    client = redis_client()
+    if client is None:
+        return 0
+    keys = user_keys(app_name, user_id)
+    pipe = client.pipeline(transaction=True)
+    pipe.delete(*keys.values())
+    pipe.srem(PENDING, member(app_name, user_id))
+    deleted, _ = pipe.execute()
+    return int(deleted)
+
+
+def user_touch_keys_present(app_name: str, user_id: str) -> list[str]:
+    """Erasure verification: which of the user's touch keys still exist."""
+    client = redis_client()
+    if client is None:
+        return []
+    present = [k for k in user_keys(app_name, user_id).values() if client.exists(k)]
+    if client.sismember(PENDING, member(app_name, user_id)):
+        present.append(PENDING)
+    return present

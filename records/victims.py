@@ -1,0 +1,251 @@
+"""Victim selection in the database: the pure policy's answer without loading every record.
+
+For each user over a cap, records are ranked by the blended score with a window
+function, and a record is a victim while, before removing it, the user is still over
+either cap:  n - k + 1 > max_records  or  s - t_k + tokens > max_tokens,  where n and s
+are the user's live record count and tokens and t_k the running tokens of the k
+lowest-scoring unpinned records. Evicting only ever lowers n and s, so this is exactly
+the pure policy's loop. Users under both caps are filtered out by one aggregate before
+anything is scored, so a pass over many users costs about one scan of their records.
+
+PostgreSQL computes the score as a float expression (``date_part``, not ``extract``,
+which returns numeric and is several times slower). SQLite calls database functions
+registered from ``records.policy.score_terms``, so both rank exactly as Python does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.backends.signals import connection_created
+from django.dispatch import receiver
+
+from . import policy as pure
+from .models import MemoryRecord
+
+TABLE = MemoryRecord._meta.db_table
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedVictim:
+    id: int
+    user_id: str
+    reason: str
+    tokens: int
+    score: pure.Score
+    dedupe_key: str
+
+
+# --- SQLite: the policy's own arithmetic as database functions ----------------------
+
+
+def _parse_sqlite_datetime(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def _seconds_between(now: str, then: str) -> float:
+    return (_parse_sqlite_datetime(now) - _parse_sqlite_datetime(then)).total_seconds()
+
+
+def _sqlite_score(now, last, hits, importance, hl_hours, sat, wr, wf, wi, term):
+    params = _params_cache(hl_hours, sat, wr, wf, wi)
+    s = pure.score_terms(_seconds_between(now, last), hits, importance, params)
+    return {0: s.total, 1: s.recency, 2: s.frequency}[term]
+
+
+_PARAMS: dict[tuple, pure.PolicyParams] = {}
+
+
+def _params_cache(hl_hours, sat, wr, wf, wi) -> pure.PolicyParams:
+    key = (hl_hours, sat, wr, wf, wi)
+    params = _PARAMS.get(key)
+    if params is None:
+        from datetime import timedelta
+
+        params = pure.PolicyParams(
+            half_life=timedelta(hours=hl_hours),
+            saturation_hits=int(sat),
+            w_recency=wr,
+            w_frequency=wf,
+            w_importance=wi,
+        )
+        if len(_PARAMS) > 256:
+            _PARAMS.clear()
+        _PARAMS[key] = params
+    return params
+
+
+@receiver(connection_created)
+def register_sqlite_functions(sender, connection, **kwargs):
+    if connection.vendor == "sqlite":
+        connection.connection.create_function(
+            "memadmin_score", 10, _sqlite_score, deterministic=True
+        )
+
+
+# --- the query -------------------------------------------------------------------------
+
+_PG_TERMS = """
+    power(0.5, greatest(0.0, date_part('epoch', %(now)s::timestamptz - last_accessed_at))
+               / 3600.0 / %(hl)s) AS recency,
+    least(1.0, ln(1.0 + hits) / ln(1.0 + %(sat)s)) AS frequency
+"""
+_PG_SCORE = "round((%(wr)s * recency + %(wf)s * frequency + %(wi)s * importance)::numeric, 9)"
+
+_SQLITE_ARGS = (
+    "%(now)s, last_accessed_at, hits, importance, %(hl)s, %(sat)s, %(wr)s, %(wf)s, %(wi)s"
+)
+_SQLITE_TERMS = f"""
+    memadmin_score({_SQLITE_ARGS}, 1) AS recency,
+    memadmin_score({_SQLITE_ARGS}, 2) AS frequency
+"""
+_SQLITE_SCORE = f"memadmin_score({_SQLITE_ARGS}, 0)"
+
+
+def _user_filter(user_ids: Sequence[str] | None, params: dict) -> str:
+    if user_ids is None:
+        return ""
+    if len(user_ids) == 1:
+        params["user"] = user_ids[0]
+        return "AND user_id = %(user)s"
+    if connection.vendor == "postgresql":
+        params["users"] = list(user_ids)
+        return "AND user_id = ANY(%(users)s)"
+    names = []
+    for i, user_id in enumerate(user_ids):
+        params[f"u{i}"] = user_id
+        names.append(f"%(u{i})s")
+    return f"AND user_id IN ({', '.join(names)})"
+
+
+def _base_params(app_name: str, now: datetime, p: pure.PolicyParams) -> dict:
+    ops = connection.ops
+    return {
+        "app": app_name,
+        "now": now if connection.vendor == "postgresql" else ops.adapt_datetimefield_value(now),
+        "cutoff": now - p.ttl
+        if connection.vendor == "postgresql"
+        else ops.adapt_datetimefield_value(now - p.ttl),
+        "hl": p.half_life_hours,
+        "sat": p.saturation_hits,
+        "wr": p.w_recency,
+        "wf": p.w_frequency,
+        "wi": p.w_importance,
+        "maxr": p.max_records,
+        "maxt": p.max_tokens,
+    }
+
+
+def _score_sql() -> tuple[str, str]:
+    if connection.vendor == "postgresql":
+        return _PG_TERMS, _PG_SCORE
+    return _SQLITE_TERMS, _SQLITE_SCORE
+
+
+def select_expired(
+    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
+) -> list[SelectedVictim]:
+    """Unpinned records older than the TTL."""
+    params = _base_params(app_name, now, p)
+    user_sql = _user_filter(user_ids, params)
+    terms, score = _score_sql()
+    sql = f"""
+        WITH expired AS (
+            SELECT id, user_id, tokens, hits, importance, last_accessed_at, dedupe_key, {terms}
+            FROM {TABLE}
+            WHERE app_name = %(app)s {user_sql} AND NOT pinned AND created_at < %(cutoff)s
+        )
+        SELECT id, user_id, tokens, recency, frequency, importance, {score}, dedupe_key
+        FROM expired ORDER BY user_id, id
+    """
+    return _fetch(sql, params, fixed_reason=pure.EXPIRED)
+
+
+def select_cap_victims(
+    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
+) -> list[SelectedVictim]:
+    """Lowest-scoring unpinned live records of every user over a cap, in eviction order."""
+    params = _base_params(app_name, now, p)
+    user_sql = _user_filter(user_ids, params)
+    terms, score = _score_sql()
+    sql = f"""
+        WITH live AS (
+            SELECT id, user_id, tokens, pinned, hits, importance, last_accessed_at, created_at,
+                   dedupe_key
+            FROM {TABLE}
+            WHERE app_name = %(app)s {user_sql} AND (pinned OR created_at >= %(cutoff)s)
+        ),
+        totals AS (
+            SELECT user_id, count(*) AS n, sum(tokens) AS s FROM live GROUP BY user_id
+            HAVING count(*) > %(maxr)s OR sum(tokens) > %(maxt)s
+        ),
+        termed AS (
+            SELECT live.*, {terms}
+            FROM live JOIN totals ON totals.user_id = live.user_id
+            WHERE NOT live.pinned
+        ),
+        scored AS (SELECT termed.*, {score} AS score FROM termed),
+        ranked AS (
+            SELECT scored.*,
+                   row_number() OVER w AS k,
+                   sum(tokens) OVER w AS t
+            FROM scored
+            WINDOW w AS (PARTITION BY user_id
+                         ORDER BY score, last_accessed_at, created_at, id
+                         ROWS UNBOUNDED PRECEDING)
+        )
+        SELECT r.id, r.user_id, r.tokens, r.recency, r.frequency, r.importance, r.score,
+               r.dedupe_key,
+               CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
+        FROM ranked r JOIN totals ON totals.user_id = r.user_id
+        WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
+        ORDER BY r.user_id, r.k
+    """
+    return _fetch(sql, params)
+
+
+def _fetch(sql: str, params: dict, fixed_reason: str | None = None) -> list[SelectedVictim]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    out = []
+    for row in rows:
+        id, user_id, tokens, recency, frequency, importance, score, key = row[:8]
+        reason = fixed_reason or row[8]
+        out.append(
+            SelectedVictim(
+                id=id,
+                user_id=user_id,
+                reason=reason,
+                tokens=tokens,
+                score=pure.Score(float(recency), float(frequency), importance, float(score)),
+                dedupe_key=key or "",
+            )
+        )
+    return out
+
+
+def select_victims(
+    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
+) -> list[SelectedVictim]:
+    """Expired records, then cap victims, for one user, some users, or (None) every user."""
+    return select_expired(app_name, user_ids, now, p) + select_cap_victims(
+        app_name, user_ids, now, p
+    )
+
+
+def select_victims_python(
+    app_name: str, user_id: str, now: datetime, p: pure.PolicyParams
+) -> list[pure.Victim]:
+    """The article's approach: list every record into Python, score, sort (the baseline)."""
+    fields = ("id", "created_at", "last_accessed_at", "hits", "importance", "pinned", "tokens")
+    records = [
+        pure.Record(*row)
+        for row in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id).values_list(
+            *fields
+        )
+    ]
+    return pure.HybridPolicy(p).victims(records, now)

@@ -1,0 +1,206 @@
+"""The record store: ingest, enforcement, eviction log, search, touches, manual delete."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import IntegrityError
+
+from records import store
+from records.extract import Candidate
+from records.models import EvictionEvent, ImportanceRule, MemoryRecord
+from records.policies import update_policy
+from records.touches import buffering
+
+from .factories import make_records, session, text_event
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def ingest_texts(texts, *, app="pharmacy", user="u1", sid="s1", now=NOW):
+    from records.memory_service import add_session
+
+    return add_session(session(texts, app=app, user=user, id=sid), now)
+
+
+def test_ingest_stores_fresh_records_one_half_life_old():
+    result = ingest_texts(["Hi", "I am allergic to penicillin", "Deliver to 4 Mill Lane"])
+    assert (result.candidates, result.added) == (2, 2)
+    records = MemoryRecord.objects.order_by("id")
+    assert [r.content for r in records] == ["I am allergic to penicillin", "Deliver to 4 Mill Lane"]
+    for r in records:
+        assert r.created_at == NOW
+        assert r.last_accessed_at == NOW - timedelta(days=30)
+        assert r.source_session_id == "s1" and len(r.source_event_ids) == 1
+
+
+def test_adding_the_same_session_twice_or_with_new_events_never_duplicates():
+    s = session(["My name is Ana", "Order #42 is late"])
+    from records.memory_service import add_session
+
+    add_session(s, NOW)
+    again = add_session(s, NOW)
+    assert (again.added, again.duplicates) == (0, 2)
+    s.events.append(text_event("I prefer email"))
+    more = add_session(s, NOW)
+    assert (more.added, more.duplicates) == (1, 2)
+    assert MemoryRecord.objects.count() == 3
+
+
+def test_an_evicted_record_is_not_brought_back_by_reingesting_its_session():
+    from records.memory_service import add_session
+
+    update_policy("pharmacy", {"max_records": 1})
+    s = session(["What time do you open?", "My name is Ana"])
+    first = add_session(s, NOW)
+    assert len(first.evicted) == 1
+    again = add_session(s, NOW)
+    assert (again.added, again.previously_evicted) == (0, 1)
+    assert MemoryRecord.objects.count() == 1
+
+
+def test_enforcement_logs_each_eviction_without_content():
+    update_policy("pharmacy", {"max_records": 3})
+    make_records("pharmacy", "u1", 5, NOW, importance=0.3, content="secret note {i}")
+    victims = store.enforce("pharmacy", "u1", NOW, run_id=77)
+    assert len(victims) == 2 and MemoryRecord.objects.count() == 3
+    events = list(EvictionEvent.objects.all())
+    assert {e.record_id for e in events} == {v.id for v in victims}
+    for e in events:
+        assert (e.reason, e.policy_version, e.run_id, e.evicted_at) == ("record_cap", 2, 77, NOW)
+        assert e.score == pytest.approx(0.4 * e.recency + 0.2 * e.frequency + 0.4 * e.importance)
+        for field in EvictionEvent._meta.concrete_fields:
+            assert "secret note" not in str(getattr(e, field.attname))
+
+
+def test_enforce_expires_old_records_but_not_pinned_ones():
+    make_records("pharmacy", "u1", 2, NOW, age=timedelta(days=400))
+    make_records("pharmacy", "u1", 1, NOW, age=timedelta(days=400), pinned=True)
+    victims = store.enforce("pharmacy", "u1", NOW)
+    assert [v.reason for v in victims] == ["expired", "expired"]
+    assert list(MemoryRecord.objects.values_list("pinned", flat=True)) == [True]
+
+
+def test_other_users_and_apps_are_never_touched_by_enforcement():
+    update_policy("pharmacy", {"max_records": 1})
+    make_records("pharmacy", "u1", 4, NOW)
+    make_records("pharmacy", "u2", 4, NOW)
+    make_records("travel", "u1", 4, NOW)
+    store.enforce("pharmacy", "u1", NOW)
+    assert MemoryRecord.objects.filter(user_id="u2").count() == 4
+    assert MemoryRecord.objects.filter(app_name="travel").count() == 4
+
+
+def test_a_failing_ingest_writes_nothing():
+    good = Candidate(
+        "k1",
+        "s",
+        ("e1",),
+        "My name is Ana",
+        "user",
+        None,
+        0.9,
+        "rule",
+        "identity",
+        "identity",
+        False,
+        4,
+    )
+    bad = Candidate("k2", "s", ("e2",), "bad", "user", None, 1.5, "rule", "x", "x", False, 1)
+    with pytest.raises(IntegrityError):
+        store.ingest("pharmacy", "u1", [good, bad], NOW)
+    assert MemoryRecord.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("app", "user", "message"),
+    [
+        ("", "u", "app_name must be a non-empty"),
+        ("a", "", "user_id must be a non-empty"),
+        ("a" * 200, "u", "app_name must be at most 128"),
+        ("a", "u\x00", "NUL"),
+    ],
+)
+def test_bad_scope_is_refused_with_a_message(app, user, message):
+    with pytest.raises(ValueError, match=message):
+        store.enforce(app, user, NOW)
+
+
+def test_search_ranks_by_relevance_and_filters_expired_and_other_users():
+    ingest_texts(
+        [
+            "Please deliver to 12 Elm Street",
+            "The delivery to Elm Street was late",
+            "What time do you open on Sunday?",
+        ]
+    )
+    ingest_texts(["Deliver to 9 Harbour Road"], user="u2")
+    old = make_records(
+        "pharmacy", "u1", 1, NOW, age=timedelta(days=400), content="Deliver to the old address"
+    )[0]
+    found = store.search("pharmacy", "u1", "Where should you deliver to Elm Street?", NOW)
+    contents = [r.content for r in found]
+    assert contents[0] == "Please deliver to 12 Elm Street"
+    assert "Deliver to 9 Harbour Road" not in contents  # another user
+    assert old.id not in [r.id for r in found]  # expired
+    assert "What time do you open on Sunday?" not in contents  # only stopwords in common
+
+
+def test_search_matches_word_forms_and_handles_empty_or_odd_queries():
+    ingest_texts(["I am allergic to penicillin"])
+    assert [r.content for r in store.search("pharmacy", "u1", "any allergies?", NOW)] == [
+        "I am allergic to penicillin"
+    ]
+    assert store.search("pharmacy", "u1", "", NOW) == []
+    assert store.search("pharmacy", "u1", "!!! ??? \x00", NOW) == []
+    assert store.search("pharmacy", "u1", 'penicillin" OR 1=1; --', NOW)[0].content.startswith(
+        "I am"
+    )
+
+
+def test_search_returns_at_most_ten():
+    ingest_texts([f"Order #{i} placed for metformin" for i in range(25)])
+    assert len(store.search("pharmacy", "u1", "metformin order", NOW)) == 10
+
+
+@pytest.mark.skipif(buffering(), reason="direct touches are the no-Redis path")
+def test_touch_without_redis_updates_hits_and_access_time_at_once():
+    [record] = make_records("pharmacy", "u1", 1, NOW)
+    assert store.touch("pharmacy", "u1", [record.id], NOW + timedelta(hours=1)) == "applied"
+    record.refresh_from_db()
+    assert (record.hits, record.last_accessed_at) == (1, NOW + timedelta(hours=1))
+    # an older touch never moves the access time backwards
+    store.touch("pharmacy", "u1", [record.id], NOW - timedelta(days=3))
+    record.refresh_from_db()
+    assert (record.hits, record.last_accessed_at) == (2, NOW + timedelta(hours=1))
+
+
+def test_manual_delete_of_one_or_all_records_is_logged_as_manual():
+    records = make_records("pharmacy", "u1", 3, NOW)
+    make_records("pharmacy", "u2", 2, NOW)
+    assert store.delete_records("pharmacy", "u1", NOW, records[0].id) == 1
+    assert store.delete_records("pharmacy", "u1", NOW, records[0].id) == 0  # already gone
+    assert store.delete_records("pharmacy", "u1", NOW) == 2
+    assert MemoryRecord.objects.filter(user_id="u1").count() == 0
+    assert MemoryRecord.objects.filter(user_id="u2").count() == 2  # never everyone's
+    assert set(EvictionEvent.objects.values_list("reason", flat=True)) == {"manual"}
+
+
+def test_staff_rules_apply_to_new_records_only():
+    ingest_texts(["The courier left it at the door"], sid="before")
+    ImportanceRule.objects.create(
+        app_name="pharmacy",
+        name="courier",
+        pattern=r"\bcourier\b",
+        importance=0.7,
+        pin=True,
+        category="delivery",
+    )
+    ingest_texts(["The courier left it at the door again"], sid="after")
+    before, after = MemoryRecord.objects.order_by("id")
+    assert (before.importance, before.pinned) == (0.2, False)
+    assert (after.importance, after.pinned, after.importance_rule) == (0.7, True, "courier")
+    # a rule for another app changes nothing here
+    ImportanceRule.objects.create(app_name="travel", name="door", pattern="door", importance=1.0)
+    assert "door" not in [r.name for r in store.active_rules("pharmacy")]

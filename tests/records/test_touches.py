@@ -1,0 +1,150 @@
+"""The Redis touch buffer: batched writes on the read path, never failing a search."""
+
+import shutil
+import socket
+import subprocess
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import redis as redis_lib
+
+from records import store, touches
+from records.models import MemoryRecord
+
+from .factories import make_records
+
+pytestmark = [pytest.mark.redis, pytest.mark.django_db]
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def buffer(settings):
+    client = touches.redis_client()
+    for key in client.scan_iter(match=f"{touches.PREFIX}:*"):
+        client.delete(key)
+    yield client
+    for key in client.scan_iter(match=f"{touches.PREFIX}:*"):
+        client.delete(key)
+
+
+def test_touches_are_buffered_then_flushed_in_bulk(buffer):
+    a, b = make_records("app", "u1", 2, NOW)
+    [c] = make_records("app", "u2", 1, NOW)
+    assert store.touch("app", "u1", [a.id, b.id], NOW + timedelta(hours=1)) == "buffered"
+    store.touch("app", "u1", [a.id], NOW + timedelta(hours=2))
+    store.touch("app", "u1", [a.id], NOW + timedelta(minutes=30))  # older: must not win
+    store.touch("app", "u2", [c.id], NOW + timedelta(hours=3))
+    a.refresh_from_db()
+    assert a.hits == 0  # nothing written on the read path
+    assert touches.flush_touches() == 2
+    a.refresh_from_db(), b.refresh_from_db(), c.refresh_from_db()
+    assert (a.hits, a.last_accessed_at) == (3, NOW + timedelta(hours=2))
+    assert (b.hits, b.last_accessed_at) == (1, NOW + timedelta(hours=1))
+    assert (c.hits, c.last_accessed_at) == (1, NOW + timedelta(hours=3))
+    assert list(buffer.scan_iter(match=f"{touches.PREFIX}:*")) == []
+    assert touches.flush_touches() == 0  # nothing left, nothing applied twice
+    a.refresh_from_db()
+    assert a.hits == 3
+
+
+def test_a_claim_left_by_a_crashed_flush_is_applied_by_the_next(buffer):
+    [a] = make_records("app", "u1", 1, NOW)
+    store.touch("app", "u1", [a.id], NOW + timedelta(hours=1))
+    keys = touches.user_keys("app", "u1")
+    # what a flush that died right after claiming leaves behind
+    buffer.rename(keys["hits"], keys["proc_hits"])
+    buffer.rename(keys["time"], keys["proc_time"])
+    buffer.srem(touches.PENDING, touches.member("app", "u1"))
+    touches.flush_touches()
+    a.refresh_from_db()
+    assert a.hits == 1
+    assert not buffer.exists(keys["proc_hits"])
+
+
+def test_touches_for_deleted_records_are_harmless(buffer):
+    [a] = make_records("app", "u1", 1, NOW)
+    store.touch("app", "u1", [a.id], NOW)
+    a.delete()
+    touches.flush_touches()
+    assert MemoryRecord.objects.count() == 0
+
+
+def test_discarding_a_users_buffer_leaves_other_users_alone(buffer):
+    [a] = make_records("app", "u1", 1, NOW)
+    [b] = make_records("app", "u2", 1, NOW)
+    store.touch("app", "u1", [a.id], NOW)
+    store.touch("app", "u2", [b.id], NOW)
+    assert touches.user_touch_keys_present("app", "u1")
+    touches.discard_user_touches("app", "u1")
+    assert touches.user_touch_keys_present("app", "u1") == []
+    assert touches.user_touch_keys_present("app", "u2")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_redis(port):
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    for line in proc.stdout:  # wait for the server to say it is ready, not for a timer
+        if "Ready to accept connections" in line:
+            return proc
+    raise RuntimeError("redis-server did not start")
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server binary")
+def test_searches_keep_answering_while_redis_is_down_and_buffering_resumes(
+    settings, monkeypatch, caplog
+):
+    port = free_port()
+    proc = start_redis(port)
+    settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+    touches.redis_client.cache_clear()
+    monkeypatch.setattr(touches, "BACKOFF_SECONDS", 0.0)
+    try:
+        from google.adk.memory.memory_entry import MemoryEntry
+        from google.genai import types
+
+        from records.memory_service import add_memories, search_entries
+
+        add_memories(
+            "app",
+            "u1",
+            [MemoryEntry(content=types.Content(parts=[types.Part(text="Deliver to 4 Mill Lane")]))],
+            NOW,
+        )
+        assert len(search_entries("app", "u1", "deliver", NOW)) == 1
+        assert redis_lib.Redis(port=port).scard(touches.PENDING) == 1
+
+        proc.terminate()
+        proc.wait(timeout=10)
+        caplog.clear()
+        answers = [search_entries("app", "u1", "deliver", NOW) for _ in range(3)]
+        assert all(len(a) == 1 for a in answers)  # the turn never fails
+        assert "dropped" in caplog.text
+
+        proc = start_redis(port)  # Redis is back: buffering resumes
+        assert len(search_entries("app", "u1", "deliver", NOW)) == 1
+        assert redis_lib.Redis(port=port).scard(touches.PENDING) == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        touches.redis_client.cache_clear()
