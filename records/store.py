@@ -29,6 +29,7 @@ from .models import (
     EvictionEvent,
     EvictionReason,
     ImportanceRule,
+    ImportanceSource,
     MemoryRecord,
     Policy,
 )
@@ -267,6 +268,69 @@ def delete_records(app_name: str, user_id: str, now: datetime, record_id: int | 
             )
         ]
         return evict(app_name, victims, now, policy_version=policy.version)
+
+
+def rescore(app_name: str, user_id: str | None = None) -> int:
+    """Re-apply the current rules to existing records; returns how many changed.
+
+    Staff- and caller-set importance is kept, as are cached classifier answers for text
+    no rule matches. Rules can add pins but rescoring never removes one: a pin is a
+    promise, and only a person takes it back.
+    """
+    if user_id is not None:
+        check_scope(app_name, user_id)
+    rules = active_rules(app_name)
+    users = (
+        [user_id]
+        if user_id is not None
+        else list(
+            MemoryRecord.objects.filter(app_name=app_name)
+            .values_list("user_id", flat=True)
+            .distinct()
+        )
+    )
+    keep = {ImportanceSource.STAFF, ImportanceSource.CALLER}
+    changed = 0
+    for user in users:
+        with user_lock(app_name, user):
+            updates = []
+            records = MemoryRecord.objects.filter(app_name=app_name, user_id=user).exclude(
+                importance_source__in=keep
+            )
+            for r in records.only(
+                "id",
+                "content",
+                "importance",
+                "importance_source",
+                "importance_rule",
+                "category",
+                "pinned",
+            ):
+                d = pure_rules.decide(r.content, rules)
+                if d.importance is not None:
+                    new = (d.importance, ImportanceSource.RULE, d.rule, d.category)
+                elif r.importance_source == ImportanceSource.CLASSIFIER:
+                    new = (r.importance, r.importance_source, r.importance_rule, d.category)
+                else:
+                    new = (
+                        pure_rules.UNMATCHED_IMPORTANCE,
+                        ImportanceSource.DEFAULT,
+                        "",
+                        d.category,
+                    )
+                pinned = r.pinned or d.pinned
+                old = (r.importance, r.importance_source, r.importance_rule, r.category)
+                if new != old or pinned != r.pinned:
+                    (r.importance, r.importance_source, r.importance_rule, r.category) = new
+                    r.pinned = pinned
+                    updates.append(r)
+            MemoryRecord.objects.bulk_update(
+                updates,
+                ["importance", "importance_source", "importance_rule", "category", "pinned"],
+                batch_size=500,
+            )
+            changed += len(updates)
+    return changed
 
 
 # --- search ------------------------------------------------------------------------------

@@ -204,3 +204,35 @@ def test_staff_rules_apply_to_new_records_only():
     # a rule for another app changes nothing here
     ImportanceRule.objects.create(app_name="travel", name="door", pattern="door", importance=1.0)
     assert "door" not in [r.name for r in store.active_rules("pharmacy")]
+
+
+def test_rescore_applies_changed_rules_but_keeps_staff_values_and_pins():
+    from django.core.management import call_command
+
+    ingest_texts(["The courier left it at the door", "My name is Ana", "I prefer email"])
+    staff = MemoryRecord.objects.get(content="I prefer email")
+    staff.importance, staff.importance_source = 0.33, "staff"
+    staff.save()
+    ImportanceRule.objects.create(
+        app_name="pharmacy",
+        name="courier",
+        pattern=r"\bcourier\b",
+        importance=0.7,
+        pin=True,
+        category="delivery",
+    )
+    ImportanceRule.objects.create(
+        app_name="pharmacy", name="identity", pattern="nomatch", importance=0.9, enabled=False
+    )
+    call_command("rescore", "--app", "pharmacy")
+    courier = MemoryRecord.objects.get(content__contains="courier")
+    name = MemoryRecord.objects.get(content="My name is Ana")
+    staff.refresh_from_db()
+    assert (courier.importance, courier.pinned, courier.importance_rule) == (0.7, True, "courier")
+    assert (name.importance, name.importance_source) == (0.2, "default")  # its rule was disabled
+    assert (staff.importance, staff.importance_source) == (0.33, "staff")
+    # removing the pinning rule never unpins
+    ImportanceRule.objects.filter(name="courier").delete()
+    assert store.rescore("pharmacy", "u1") == 1
+    courier.refresh_from_db()
+    assert (courier.importance, courier.pinned) == (0.2, True)
