@@ -250,6 +250,8 @@ MEMADMIN = {
     "TOKEN_COUNTER": os.environ.get("MEMADMIN_TOKEN_COUNTER", "records.tokens.count_tokens"),
     # Dotted path of a callable(text) -> float | None for text no rule matched.
     "IMPORTANCE_CLASSIFIER": os.environ.get("MEMADMIN_IMPORTANCE_CLASSIFIER", ""),
+    # Dotted path of a callable(texts, max_tokens) -> str; the default is extractive.
+    "SUMMARISER": os.environ.get("MEMADMIN_SUMMARISER", ""),
 }
 
 LOGGING = {

@@ -26,7 +26,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import store
+from . import feedback, store
 from .models import MemoryRecord
 
 Clock = Callable[[], datetime]
@@ -45,7 +45,9 @@ def add_session(session: Session, now: datetime) -> store.IngestResult:
     candidates = store.extractor_for(session.app_name).from_events(
         session.app_name, session.user_id, session.id, session.events
     )
-    return store.ingest(session.app_name, session.user_id, candidates, now)
+    result = store.ingest(session.app_name, session.user_id, candidates, now)
+    feedback.bump(session.app_name, feedback.SESSIONS_INGESTED, now)
+    return result
 
 
 def add_events(
@@ -87,6 +89,7 @@ def add_memories(
 def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryEntry]:
     records = store.search(app_name, user_id, query, now)
     store.touch(app_name, user_id, [r.id for r in records], now)
+    store.note_regret(app_name, user_id, query, now)
     return [to_memory_entry(r) for r in records]
 
 

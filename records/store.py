@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 
@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
 
+from . import feedback
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor
@@ -34,6 +35,7 @@ from .models import (
     Policy,
 )
 from .policies import policy_for
+from .summaries import summarise
 from .tokens import token_counter
 from .touches import record_touches
 from .victims import SelectedVictim, select_victims
@@ -113,8 +115,12 @@ def ingest(
     now: datetime,
     *,
     run_id: int | None = None,
+    enforce: bool = True,
 ) -> IngestResult:
     """Store new candidates and enforce the app's policy, under the user's lock.
+
+    ``enforce=False`` is for applying a reviewed sweep plan, which evicts exactly the
+    victims it froze and nothing else.
 
     Never duplicates a record (unique dedupe key) and never brings back one that was
     evicted before (its key is remembered on the eviction event).
@@ -152,7 +158,8 @@ def ingest(
             new.append(_new_record(app_name, user_id, c, now, policy))
         MemoryRecord.objects.bulk_create(new, batch_size=1000)
         result.added = len(new)
-        result.evicted = _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
+        if enforce:
+            result.evicted = _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
     return result
 
 
@@ -191,7 +198,20 @@ def enforce(
 
 
 def _enforce_locked(app_name, user_id, now, policy: Policy, *, run_id=None):
-    victims = select_victims(app_name, [user_id], now, policy.params())
+    params = policy.params()
+    victims = select_victims(app_name, [user_id], now, params)
+    if policy.summarise and victims:
+        covered = summarise(app_name, user_id, victims, policy, now)
+        if covered:
+            summarised = [
+                replace(v, reason=EvictionReason.SUMMARISED) for v in victims if v.id in covered
+            ]
+            evict(app_name, summarised, now, policy_version=policy.version, run_id=run_id)
+            # The summaries themselves count against the caps: select once more,
+            # without summarising, so the caps hold exactly after every write.
+            rest = select_victims(app_name, [user_id], now, params)
+            evict(app_name, rest, now, policy_version=policy.version, run_id=run_id)
+            return summarised + rest
     evict(app_name, victims, now, policy_version=policy.version, run_id=run_id)
     return victims
 
@@ -232,10 +252,22 @@ def evict(
         batch_size=1000,
     )
     ids = [v.id for v in victims]
+    regrettable = [v for v in victims if (reason or v.reason) in REGRET_REASONS]
+    if regrettable:
+        contents = dict(
+            MemoryRecord.objects.filter(id__in=[v.id for v in regrettable]).values_list(
+                "id", "content"
+            )
+        )
+        feedback.remember_evicted(app_name, {v.id: v.user_id for v in regrettable}, contents, now)
     deleted = 0
     for start in range(0, len(ids), 1000):
         deleted += MemoryRecord.objects.filter(id__in=ids[start : start + 1000]).delete()[0]
     return deleted
+
+
+# Policy evictions may be regretted; manual deletes and summarised records may not.
+REGRET_REASONS = {EvictionReason.EXPIRED, EvictionReason.RECORD_CAP, EvictionReason.TOKEN_CAP}
 
 
 def delete_records(app_name: str, user_id: str, now: datetime, record_id: int | None = None) -> int:
@@ -434,6 +466,17 @@ def _search_ids_sqlite(app_name, user_id, terms, cutoff, limit) -> list[int]:
             [match, app_name, user_id, connection.ops.adapt_datetimefield_value(cutoff), limit],
         )
         return [row[0] for row in cursor.fetchall()]
+
+
+def note_regret(app_name: str, user_id: str, query: str, now: datetime) -> bool:
+    """Count a regret hit if the query matches a recently evicted record. Never raises."""
+    try:
+        if feedback.is_regret(app_name, user_id, query_terms(query), now):
+            feedback.bump(app_name, feedback.REGRET_HITS, now)
+            return True
+    except Exception:
+        log.exception("regret check failed; search result unaffected")
+    return False
 
 
 def touch(app_name: str, user_id: str, ids: Sequence[int], now: datetime) -> str:

@@ -244,8 +244,8 @@ def select_victims_python(
     fields = ("id", "created_at", "last_accessed_at", "hits", "importance", "pinned", "tokens")
     records = [
         pure.Record(*row)
-        for row in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id).values_list(
-            *fields
-        )
+        for row in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
+        .order_by("id")
+        .values_list(*fields)
     ]
     return pure.HybridPolicy(p).victims(records, now)

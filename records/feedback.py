@@ -1,0 +1,127 @@
+"""Was an eviction a mistake? Regret hits, user corrections and daily counters.
+
+Regret hits: when records are evicted by policy, a keyed hash of each of their terms
+is kept for ``REGRET_WINDOW`` (the terms themselves are not). A later search whose
+terms match enough of one evicted record's hashes counts as a regret hit.
+Corrections: agents report "I told you before…" moments (a service call, or the ADK
+function tool below); charted per 1,000 ingested sessions next to evictions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F
+
+from .models import Correction, DailyCounter, RegretTerm
+
+REGRET_WINDOW = timedelta(days=30)
+MAX_TERMS_PER_RECORD = 64
+# A search is a regret hit when one evicted record shares this many of its terms
+# (or all of them, for shorter queries).
+REGRET_MIN_MATCH = 2
+
+SESSIONS_INGESTED = "sessions_ingested"
+SEARCHES = "searches"
+REGRET_HITS = "regret_hits"
+CORRECTIONS = "corrections"
+
+
+def _key() -> bytes:
+    # Derived, so the hashes change when the secret key does and cannot be reversed
+    # by anyone without it.
+    return hashlib.sha256(b"memadmin-regret:" + settings.SECRET_KEY.encode()).digest()
+
+
+def term_hash(term: str) -> str:
+    return hmac.new(_key(), term.encode("utf-8", "surrogatepass"), "sha256").hexdigest()[:32]
+
+
+def _terms(text: str) -> list[str]:
+    from .store import query_terms  # the same word splitting as search
+
+    return query_terms(text)[:MAX_TERMS_PER_RECORD]
+
+
+def remember_evicted(
+    app_name: str, user_id_by_record: dict[int, str], contents: dict[int, str], now: datetime
+) -> int:
+    """Keep the keyed hashes of evicted records' terms (call before the records go)."""
+    rows = [
+        RegretTerm(
+            app_name=app_name,
+            user_id=user_id_by_record[record_id],
+            record_id=record_id,
+            term_hash=term_hash(term),
+            evicted_at=now,
+        )
+        for record_id, text in contents.items()
+        for term in dict.fromkeys(_terms(text))
+    ]
+    RegretTerm.objects.bulk_create(rows, batch_size=2000)
+    return len(rows)
+
+
+def is_regret(app_name: str, user_id: str, terms: Iterable[str], now: datetime) -> bool:
+    """Whether ``terms`` match a record of this user evicted within the window."""
+    hashes = list(dict.fromkeys(term_hash(t) for t in terms))
+    if not hashes:
+        return False
+    needed = min(REGRET_MIN_MATCH, len(hashes))
+    return (
+        RegretTerm.objects.filter(
+            app_name=app_name,
+            user_id=user_id,
+            term_hash__in=hashes,
+            evicted_at__gte=now - REGRET_WINDOW,
+        )
+        .values("record_id")
+        .annotate(n=Count("term_hash", distinct=True))
+        .filter(n__gte=needed)
+        .exists()
+    )
+
+
+def bump(app_name: str, name: str, now: datetime, by: int = 1) -> None:
+    """Add to today's counter (one UPDATE, or an INSERT the first time in a day)."""
+    day = now.date()
+    updated = DailyCounter.objects.filter(day=day, app_name=app_name, name=name).update(
+        value=F("value") + by
+    )
+    if updated:
+        return
+    try:
+        with transaction.atomic():
+            DailyCounter.objects.create(day=day, app_name=app_name, name=name, value=by)
+    except IntegrityError:  # created concurrently: add to it
+        DailyCounter.objects.filter(day=day, app_name=app_name, name=name).update(
+            value=F("value") + by
+        )
+
+
+def report_correction(
+    app_name: str, user_id: str, now: datetime, *, session_id: str = "", about: str = ""
+) -> Correction:
+    """Record that the user had to repeat something. ``about`` is matched, never stored."""
+    from .store import check_scope
+
+    check_scope(app_name, user_id, session_id)
+    matched = bool(about) and is_regret(app_name, user_id, _terms(about), now)
+    correction = Correction.objects.create(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        matched_eviction=matched,
+        reported_at=now,
+    )
+    bump(app_name, CORRECTIONS, now)
+    return correction
+
+
+def prune_regret_terms(now: datetime) -> int:
+    return RegretTerm.objects.filter(evicted_at__lt=now - REGRET_WINDOW).delete()[0]

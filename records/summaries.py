@@ -1,0 +1,146 @@
+"""Summarise before evicting (optional per app: ``Policy.summarise``).
+
+Before a cluster of low-score cap victims is evicted, it is merged into one summary
+record that keeps provenance to every source record and session; the summary is
+written before the sources are deleted. A cluster is the victims sharing a source
+session, or (for the rest) a rule category, with at least
+``Policy.summarise_min_cluster`` records. Expired records are never summarised: the
+TTL is a compliance promise, and a summary would keep their content past it.
+
+The default summariser is extractive (the first sentence of each source) and needs no
+network. Plug in another (an LLM call) with MEMADMIN_SUMMARISER=pkg.module.function,
+a ``callable(texts: list[str], max_tokens: int) -> str``. Whatever it returns, a
+summary never has more tokens than its sources.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import cache
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from . import policy as pure
+from .models import ImportanceSource, MemoryRecord
+from .tokens import token_counter
+
+log = logging.getLogger(__name__)
+
+SUMMARY_RULE = "summary"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def extractive_summary(texts: Sequence[str], max_tokens: int) -> str:
+    """The first sentence of each text, without repeats, within the token budget."""
+    count = token_counter()
+    lines: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0][:300].strip()
+        if first and first.lower() not in seen:
+            seen.add(first.lower())
+            lines.append(f"- {first}")
+    summary = "Summary of earlier notes:\n" + "\n".join(lines)
+    while lines and count(summary) > max_tokens:
+        lines.pop()
+        summary = "Summary of earlier notes:\n" + "\n".join(lines)
+    return summary if lines else ""
+
+
+@cache
+def summariser() -> Callable[[Sequence[str], int], str]:
+    path = settings.MEMADMIN.get("SUMMARISER") or ""
+    return import_string(path) if path else extractive_summary
+
+
+def _within_budget(texts: Sequence[str], budget: int) -> str:
+    try:
+        text = summariser()(list(texts), budget)
+    except Exception:  # a broken plug-in must not block eviction
+        log.exception("summariser failed; using the extractive summary")
+        text = ""
+    if not text or token_counter()(text) > budget:
+        text = extractive_summary(texts, budget)
+    return text
+
+
+def clusters(victims, records: dict[int, MemoryRecord], min_size: int) -> list[list[int]]:
+    """Group cap victims by source session, then the rest by category."""
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for v in victims:
+        if v.reason in (pure.RECORD_CAP, pure.TOKEN_CAP) and v.id in records:
+            by_session[records[v.id].source_session_id].append(v.id)
+    out: list[list[int]] = []
+    leftovers: list[int] = list(by_session.pop("", []))
+    for ids in by_session.values():
+        if len(ids) >= min_size:
+            out.append(ids)
+        else:
+            leftovers.extend(ids)
+    by_category: dict[str, list[int]] = defaultdict(list)
+    for record_id in leftovers:
+        by_category[records[record_id].category].append(record_id)
+    out.extend(ids for ids in by_category.values() if len(ids) >= min_size)
+    return out
+
+
+def summarise(app_name: str, user_id: str, victims, policy, now: datetime) -> set[int]:
+    """Write summaries for clusters of ``victims``; returns the ids they now cover.
+
+    The caller evicts those ids with reason "summarised" after this returns, in the
+    same locked transaction.
+    """
+    ids = [v.id for v in victims if v.reason in (pure.RECORD_CAP, pure.TOKEN_CAP)]
+    records = (
+        MemoryRecord.objects.filter(app_name=app_name, user_id=user_id, id__in=ids)
+        .only(
+            "id",
+            "content",
+            "tokens",
+            "importance",
+            "category",
+            "source_session_id",
+            "is_summary",
+            "summary_sources",
+        )
+        .in_bulk()
+    )
+    covered: set[int] = set()
+    params = policy.params()
+    for cluster in clusters(victims, records, policy.summarise_min_cluster):
+        sources = [records[i] for i in sorted(cluster)]
+        budget = sum(r.tokens for r in sources)
+        text = _within_budget([r.content for r in sources], budget)
+        if not text:
+            continue
+        sessions = {r.source_session_id for r in sources}
+        provenance = []
+        for r in sources:  # a summary of summaries keeps the original provenance
+            provenance.extend(
+                r.summary_sources
+                if r.is_summary
+                else [{"record_id": r.id, "session_id": r.source_session_id}]
+            )
+        MemoryRecord.objects.create(
+            app_name=app_name,
+            user_id=user_id,
+            source_session_id=sessions.pop() if len(sessions) == 1 else "",
+            content=text,
+            author="memadmin",
+            created_at=now,
+            last_accessed_at=pure.fresh_last_accessed(now, params.half_life),
+            importance=max(r.importance for r in sources),
+            importance_source=ImportanceSource.DEFAULT,
+            importance_rule=SUMMARY_RULE,
+            category=sources[0].category if len({r.category for r in sources}) == 1 else "",
+            tokens=token_counter()(text),
+            is_summary=True,
+            summary_sources=provenance,
+        )
+        covered.update(cluster)
+    return covered

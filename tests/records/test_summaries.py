@@ -1,0 +1,111 @@
+"""Summarise before evicting."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from records import store
+from records.models import EvictionEvent, MemoryRecord
+from records.policies import update_policy
+from records.summaries import extractive_summary
+from records.tokens import count_tokens
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def note(content, *, session="", category="other", importance=0.1, age_days=100, tokens=None):
+    return MemoryRecord.objects.create(
+        app_name="app",
+        user_id="u",
+        content=content,
+        source_session_id=session,
+        category=category,
+        importance=importance,
+        created_at=NOW - timedelta(days=age_days),
+        last_accessed_at=NOW - timedelta(days=age_days),
+        tokens=tokens or count_tokens(content),
+    )
+
+
+def test_a_cluster_of_victims_becomes_one_summary_with_full_provenance():
+    update_policy("app", {"summarise": True, "summarise_min_cluster": 3, "max_records": 3})
+    old = [
+        note(f"Asked about branch {i} opening hours. Then left.", session="s-old") for i in range(4)
+    ]
+    keep = [note("My name is Ana", importance=0.9, age_days=1) for _ in range(2)]
+    victims = store.enforce("app", "u", NOW)
+    summary = MemoryRecord.objects.get(is_summary=True)
+    assert sorted(v.reason for v in victims) == [
+        "record_cap",
+        "summarised",
+        "summarised",
+        "summarised",
+    ]
+    # the three lowest (ties go by id) were merged; the fourth went plainly afterwards
+    assert sorted(s["record_id"] for s in summary.summary_sources) == [r.id for r in old[:3]]
+    assert {s["session_id"] for s in summary.summary_sources} == {"s-old"}
+    assert summary.source_session_id == "s-old"
+    assert summary.tokens <= sum(r.tokens for r in old[:3])
+    assert "Asked about branch 0 opening hours." in summary.content
+    assert "Then left" not in summary.content  # first sentences only
+    # the caps hold exactly after the write, the summary included
+    assert MemoryRecord.objects.count() == 3
+    assert set(MemoryRecord.objects.filter(is_summary=False).values_list("id", flat=True)) == {
+        r.id for r in keep
+    }
+    assert EvictionEvent.objects.filter(reason="summarised").count() == 3
+
+
+def test_small_clusters_and_expired_records_are_evicted_plainly():
+    update_policy(
+        "app", {"summarise": True, "summarise_min_cluster": 3, "max_records": 2, "ttl_days": 365}
+    )
+    note("Expired one", session="s1", age_days=400)
+    note("Expired two", session="s1", age_days=400)
+    note("Expired three", session="s1", age_days=400)
+    note("Small cluster a", session="s2")
+    note("Small cluster b", session="s2")
+    note("My name is Ana", importance=0.9, age_days=1)
+    note("I prefer email", importance=0.9, age_days=1)
+    victims = store.enforce("app", "u", NOW)
+    reasons = sorted(v.reason for v in victims)
+    assert reasons == ["expired", "expired", "expired", "record_cap", "record_cap"]
+    assert not MemoryRecord.objects.filter(is_summary=True).exists()
+
+
+def test_summaries_off_by_default():
+    update_policy("app", {"max_records": 1})
+    for i in range(6):
+        note(f"Note {i}", session="s")
+    store.enforce("app", "u", NOW)
+    assert not MemoryRecord.objects.filter(is_summary=True).exists()
+
+
+def test_extractive_summary_respects_the_token_budget_and_dedupes():
+    texts = ["Same first sentence. Rest."] * 3 + [f"Line {i} is here. More." for i in range(50)]
+    summary = extractive_summary(texts, 60)
+    assert count_tokens(summary) <= 60
+    assert summary.count("Same first sentence.") == 1
+
+
+def test_a_plugged_in_summariser_that_overspends_falls_back(settings):
+    from records import summaries
+
+    settings.MEMADMIN = {**settings.MEMADMIN, "SUMMARISER": "tests.records.test_summaries.verbose"}
+    summaries.summariser.cache_clear()
+    try:
+        update_policy("app", {"summarise": True, "summarise_min_cluster": 2, "max_records": 2})
+        for i in range(4):
+            note(f"A short note {i}. x", session="s")
+        note("My name is Ana", importance=0.9, age_days=1)
+        store.enforce("app", "u", NOW)
+        summary = MemoryRecord.objects.get(is_summary=True)
+        assert "blah" not in summary.content
+    finally:
+        summaries.summariser.cache_clear()
+
+
+def verbose(texts, max_tokens):
+    return "blah " * (max_tokens * 10)
