@@ -1,4 +1,5 @@
 import asyncio
+import threading
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -20,3 +21,33 @@ def close_executor_connections():
     """
     yield
     asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
+
+
+@pytest.fixture
+def run_in_threads():
+    """run_in_threads([work, ...]): each callable in its own thread with its own connection."""
+
+    def run(workers):
+        """Start every worker at once (a barrier, not sleeps) and re-raise the first error."""
+        barrier = threading.Barrier(len(workers))
+        errors = []
+
+        def wrap(work):
+            try:
+                barrier.wait(timeout=30)
+                work()
+            except BaseException as exc:  # re-raised in the test's thread below
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=wrap, args=(w,)) for w in workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads), "a worker hung"
+        if errors:
+            raise errors[0]
+
+    return run

@@ -304,6 +304,25 @@ async def test_get_session_config_filters_events(service, config, expected):
     assert got.last_update_time == T + 5
 
 
+async def test_events_keep_append_order_even_when_timestamps_do_not(service):
+    """after_timestamp keeps what follows the newest event older than it, in append
+    order (a clock that stepped back does not reorder the conversation)."""
+    session = await service.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    for name, ts in [("a", T + 5), ("b", T + 1), ("c", T + 7), ("d", T + 4)]:
+        await service.append_event(session, event(name, ts=ts))
+
+    async def texts(config=None):
+        got = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1", config=config)
+        return [e.content.parts[0].text for e in got.events]
+
+    assert await texts() == ["a", "b", "c", "d"]
+    assert await texts(GetSessionConfig(after_timestamp=T + 3)) == ["c", "d"]
+    assert await texts(GetSessionConfig(after_timestamp=T + 4.5)) == []
+    assert await texts(GetSessionConfig(num_recent_events=3, after_timestamp=T + 6)) == []
+    last_update = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert last_update.last_update_time == T + 4  # the last event's, as ADK keeps it
+
+
 def test_a_negative_num_recent_events_is_refused_by_adk():
     with pytest.raises(ValueError, match="num_recent_events"):
         GetSessionConfig(num_recent_events=-1)
