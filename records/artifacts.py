@@ -171,9 +171,17 @@ def _versions(app_name: str, user_id: str, scope: str, filename: str):
 
 
 def _version_row(
-    app_name: str, user_id: str, scope: str, filename: str, version: int | None
+    app_name: str,
+    user_id: str,
+    scope: str,
+    filename: str,
+    version: int | None,
+    *,
+    with_content: bool = True,
 ) -> Artifact | None:
     rows = _versions(app_name, user_id, scope, filename)
+    if not with_content:
+        rows = rows.defer("data", "part")
     if version is None:
         return rows.order_by("-version").first()
     if version < 0:
@@ -328,7 +336,7 @@ def get_artifact_version(
     version: int | None = None,
 ) -> ArtifactVersion | None:
     scope = _scope(app_name, user_id, filename, session_id)
-    row = _version_row(app_name, user_id, scope, filename, version)
+    row = _version_row(app_name, user_id, scope, filename, version, with_content=False)
     return None if row is None else _artifact_version(row)
 
 

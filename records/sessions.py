@@ -205,17 +205,17 @@ def list_sessions(
         user_states = user_states.filter(user_id=user_id)
     if updated_before is not None:
         rows = rows.filter(last_update_time__lt=updated_before)
-    rows = list(rows.order_by("last_update_time", "user_id", "session_id"))
-    if not rows:
+    if user_id is None:  # a subquery, so any number of users fits in one query
+        user_states = user_states.filter(user_id__in=rows.values("user_id"))
+    listed = list(rows.order_by("last_update_time", "user_id", "session_id"))
+    if not listed:
         return ListSessionsResponse()
     app_state = _app_state(app_name)
-    if user_id is None:
-        user_states = user_states.filter(user_id__in={row.user_id for row in rows})
     by_user = dict(user_states.values_list("user_id", "state"))
     return ListSessionsResponse(
         sessions=[
             _to_session(row, _merged_state(app_state, by_user.get(row.user_id, {}), row.state), [])
-            for row in rows
+            for row in listed
         ]
     )
 
