@@ -236,6 +236,11 @@ class AgentSession(models.Model):
             models.UniqueConstraint(
                 fields=["app_name", "user_id", "session_id"], name="session_unique"
             ),
+            # ADK cannot address a session with an empty id; refuse it for every writer.
+            models.CheckConstraint(
+                condition=~Q(app_name="") & ~Q(user_id="") & ~Q(session_id=""),
+                name="session_ids_not_empty",
+            ),
         ]
         indexes = [
             models.Index(fields=["app_name", "last_update_time"], name="session_app_updated"),
@@ -281,6 +286,11 @@ class AppState(models.Model):
     state = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=~Q(app_name=""), name="app_state_app_not_empty"),
+        ]
+
     def __str__(self) -> str:
         return f"app state {self.app_name}"
 
@@ -296,6 +306,9 @@ class UserState(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["app_name", "user_id"], name="user_state_unique"),
+            models.CheckConstraint(
+                condition=~Q(app_name="") & ~Q(user_id=""), name="user_state_ids_not_empty"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -322,6 +335,11 @@ class Artifact(models.Model):
             models.UniqueConstraint(
                 fields=["app_name", "user_id", "session_id", "filename", "version"],
                 name="artifact_version_unique",
+            ),
+            # session_id may be empty (user-scoped); the owner and the name may not.
+            models.CheckConstraint(
+                condition=~Q(app_name="") & ~Q(user_id="") & ~Q(filename=""),
+                name="artifact_ids_not_empty",
             ),
         ]
         indexes = [

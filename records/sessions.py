@@ -1,0 +1,409 @@
+"""ADK sessions on our models: the sync functions every caller shares.
+
+``DjangoSessionService`` (records.session_service) wraps these for ADK's async
+interface; the sweeper's Celery tasks and management commands call them directly.
+Each takes plain values and returns ADK objects (``Session``, ``Event``,
+``ListSessionsResponse``), with the semantics of ADK's own services:
+
+- State keys ``app:`` and ``user:`` live in ``AppState`` / ``UserState`` (without the
+  prefix) and are merged back, prefixed, into every session read; ``temp:`` keys are
+  never stored.
+- ``append_event`` is idempotent for an equal re-delivery of an event, refuses a
+  session object older than the stored revision (``StaleSessionError``) and runs
+  under the user's lock, because state and memory for one user must not race.
+- A refused input raises ``ValueError`` saying what is wrong and what is allowed,
+  before anything is written.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Model
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.platform import time as platform_time
+from google.adk.platform import uuid as platform_uuid
+
+# ADK's own JSON coercion for persisted state, so values round-trip as they do in
+# ADK's database services (datetimes and models faithfully, the rest by repr).
+from google.adk.sessions._session_util import extract_json_safe_state_delta
+from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+
+from .locks import acquire_user_lock
+from .models import (
+    APP_NAME_MAX,
+    SESSION_ID_MAX,
+    USER_ID_MAX,
+    AgentSession,
+    AppState,
+    SessionEvent,
+    UserState,
+)
+
+EVENT_ID_MAX = SessionEvent._meta.get_field("event_id").max_length
+INVOCATION_ID_MAX = SessionEvent._meta.get_field("invocation_id").max_length
+AUTHOR_MAX = SessionEvent._meta.get_field("author").max_length
+
+__all__ = [
+    "append_event",
+    "create_session",
+    "delete_session",
+    "get_session",
+    "get_user_state",
+    "list_sessions",
+    "validate_id",
+]
+
+
+# --- validation -----------------------------------------------------------------
+
+
+def validate_id(
+    name: str, value: object, max_length: int, *, error: type[ValueError] = ValueError
+) -> str:
+    """Return ``value`` if it is a usable id, else raise ``error`` saying why."""
+    if not isinstance(value, str):
+        raise error(f"{name} must be a string, not {type(value).__name__}.")
+    if not value.strip():
+        raise error(f"{name} must not be empty or blank.")
+    if "\x00" in value:
+        raise error(f"{name} must not contain NUL characters.")
+    if len(value) > max_length:
+        raise error(f"{name} is {len(value)} characters long; at most {max_length} are allowed.")
+    return value
+
+
+def _check_owner(app_name: object, user_id: object) -> None:
+    validate_id("app_name", app_name, APP_NAME_MAX)
+    validate_id("user_id", user_id, USER_ID_MAX)
+
+
+def _clean_session_id(session_id: object) -> str:
+    # ADK's services ignore surrounding whitespace in a session id; so do we.
+    if isinstance(session_id, str):
+        session_id = session_id.strip()
+    return validate_id("session_id", session_id, SESSION_ID_MAX)
+
+
+def _check_event_columns(event: Event) -> None:
+    for name, value, limit in (
+        ("event id", event.id, EVENT_ID_MAX),
+        ("event invocation_id", event.invocation_id or "", INVOCATION_ID_MAX),
+        ("event author", event.author or "", AUTHOR_MAX),
+    ):
+        if len(value) > limit:
+            raise ValueError(
+                f"{name} is {len(value)} characters long; at most {limit} are allowed."
+            )
+
+
+# --- reading --------------------------------------------------------------------
+
+
+def _to_session(row: AgentSession, state: dict[str, Any], events: list[Event]) -> Session:
+    session = Session(
+        app_name=row.app_name,
+        user_id=row.user_id,
+        id=row.session_id,
+        state=state,
+        events=events,
+        last_update_time=row.last_update_time,
+    )
+    # ADK's slot for the storage revision the caller holds (stale-session detection).
+    session._storage_update_marker = str(row.revision)
+    return session
+
+
+def _merged_state(
+    app_state: dict[str, Any], user_state: dict[str, Any], session_state: dict[str, Any]
+) -> dict[str, Any]:
+    merged = dict(session_state)
+    merged.update({State.APP_PREFIX + k: v for k, v in app_state.items()})
+    merged.update({State.USER_PREFIX + k: v for k, v in user_state.items()})
+    return merged
+
+
+def _app_state(app_name: str) -> dict[str, Any]:
+    state = AppState.objects.filter(app_name=app_name).values_list("state", flat=True).first()
+    return state or {}
+
+
+def _user_state(app_name: str, user_id: str) -> dict[str, Any]:
+    state = (
+        UserState.objects.filter(app_name=app_name, user_id=user_id)
+        .values_list("state", flat=True)
+        .first()
+    )
+    return state or {}
+
+
+def _load_events(row: AgentSession, config: GetSessionConfig | None) -> list[Event]:
+    """The session's events in append order, filtered as ADK's in-memory service does:
+    first the last ``num_recent_events``, then everything after the newest event that
+    is older than ``after_timestamp``."""
+    events = SessionEvent.objects.filter(session=row)
+    if config is not None and config.num_recent_events is not None:
+        if config.num_recent_events == 0:
+            return []
+        first = (
+            events.order_by("-position")
+            .values_list("position", flat=True)[config.num_recent_events - 1 :]
+            .first()
+        )
+        if first is not None:
+            events = events.filter(position__gte=first)
+    if config is not None and config.after_timestamp is not None:
+        older = events.filter(timestamp__lt=config.after_timestamp).aggregate(p=Max("position"))
+        if older["p"] is not None:
+            events = events.filter(position__gt=older["p"])
+    return [
+        Event.model_validate(data)
+        for data in events.order_by("position").values_list("data", flat=True)
+    ]
+
+
+def get_session(
+    *, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None = None
+) -> Session | None:
+    """The session with its (filtered) events and merged state, or None if there is none."""
+    _check_owner(app_name, user_id)
+    session_id = _clean_session_id(session_id)
+    # The row is read before the events: if an append commits in between, the caller
+    # holds an older revision than its events and a later append is refused as stale
+    # (safe), rather than the other way round (a lost event).
+    row = AgentSession.objects.filter(
+        app_name=app_name, user_id=user_id, session_id=session_id
+    ).first()
+    if row is None:
+        return None
+    events = _load_events(row, config)
+    state = _merged_state(_app_state(app_name), _user_state(app_name, user_id), row.state)
+    return _to_session(row, state, events)
+
+
+def list_sessions(
+    *, app_name: str, user_id: str | None = None, updated_before: float | None = None
+) -> ListSessionsResponse:
+    """Sessions without events, oldest update first; every user's when ``user_id`` is None.
+
+    ``updated_before`` (epoch seconds, not part of ADK's interface) keeps only sessions
+    last updated before it: the sweeper's idle sessions, by index.
+    """
+    validate_id("app_name", app_name, APP_NAME_MAX)
+    rows = AgentSession.objects.filter(app_name=app_name)
+    user_states = UserState.objects.filter(app_name=app_name)
+    if user_id is not None:
+        validate_id("user_id", user_id, USER_ID_MAX)
+        rows = rows.filter(user_id=user_id)
+        user_states = user_states.filter(user_id=user_id)
+    if updated_before is not None:
+        rows = rows.filter(last_update_time__lt=updated_before)
+    if user_id is None:  # a subquery, so any number of users fits in one query
+        user_states = user_states.filter(user_id__in=rows.values("user_id"))
+    listed = list(rows.order_by("last_update_time", "user_id", "session_id"))
+    if not listed:
+        return ListSessionsResponse()
+    app_state = _app_state(app_name)
+    by_user = dict(user_states.values_list("user_id", "state"))
+    return ListSessionsResponse(
+        sessions=[
+            _to_session(row, _merged_state(app_state, by_user.get(row.user_id, {}), row.state), [])
+            for row in listed
+        ]
+    )
+
+
+def get_user_state(*, app_name: str, user_id: str) -> dict[str, Any]:
+    """The user's ``user:`` state, keys without the prefix ({} if none is stored)."""
+    _check_owner(app_name, user_id)
+    return _user_state(app_name, user_id)
+
+
+# --- writing --------------------------------------------------------------------
+
+
+def _update_state_row(model: type[Model], delta: dict[str, Any], **key: str) -> None:
+    """Merge ``delta`` into the row's state with dict.update() semantics, row-locked."""
+    if not delta:
+        return
+    row, _ = model.objects.select_for_update().get_or_create(**key)
+    row.state = {**row.state, **delta}
+    row.save(update_fields=["state", "updated_at"])
+
+
+def create_session(
+    *,
+    app_name: str,
+    user_id: str,
+    state: dict[str, Any] | None = None,
+    session_id: str | None = None,
+    now: float | None = None,
+) -> Session:
+    """Create a session; ``app:``/``user:`` keys of ``state`` go to the shared states.
+
+    Raises ``AlreadyExistsError`` if the id is taken (and then changes nothing).
+    """
+    _check_owner(app_name, user_id)
+    session_id = platform_uuid.new_uuid() if session_id is None else _clean_session_id(session_id)
+    if state is not None and not isinstance(state, dict):
+        raise ValueError(f"state must be a dict of key -> value, not {type(state).__name__}.")
+    deltas = extract_json_safe_state_delta(state or {})
+    now = platform_time.get_time() if now is None else now
+
+    with transaction.atomic():
+        acquire_user_lock(app_name, user_id)
+        key = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        if AgentSession.objects.filter(**key).exists():
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+        _update_state_row(AppState, deltas["app"], app_name=app_name)
+        _update_state_row(UserState, deltas["user"], app_name=app_name, user_id=user_id)
+        try:
+            row = AgentSession.objects.create(
+                **key,
+                state=deltas["session"],
+                created_at=datetime.fromtimestamp(now, UTC),
+                last_update_time=now,
+            )
+        except IntegrityError as exc:  # created by a writer that did not take the lock
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
+        merged = _merged_state(_app_state(app_name), _user_state(app_name, user_id), row.state)
+    return _to_session(row, merged, [])
+
+
+def delete_session(*, app_name: str, user_id: str, session_id: str) -> bool:
+    """Delete the session and its events (not its artifacts). True if it existed.
+
+    Artifacts are left alone on purpose: whoever retires a session deletes them first
+    (``records.artifacts.delete_session_artifacts``), while they can still be listed.
+    """
+    _check_owner(app_name, user_id)
+    session_id = _clean_session_id(session_id)
+    with transaction.atomic():
+        acquire_user_lock(app_name, user_id)
+        row = (
+            AgentSession.objects.filter(app_name=app_name, user_id=user_id, session_id=session_id)
+            .only("pk")
+            .first()
+        )
+        if row is None:
+            return False
+        SessionEvent.objects.filter(session_id=row.pk).delete()
+        AgentSession.objects.filter(pk=row.pk).delete()
+    return True
+
+
+def _is_stored_already(row: AgentSession, event: Event, as_json: dict[str, Any]) -> bool:
+    """An equal re-delivery (same id and fields) of an event the session already holds."""
+    stored = SessionEvent.objects.filter(session=row, event_id=event.id).values_list(
+        "data", flat=True
+    )
+    return any(data == as_json for data in stored)
+
+
+def _check_not_stale(row: AgentSession, session: Session) -> None:
+    """Refuse a session object older than storage, as ADK's database service does."""
+    marker = session._storage_update_marker
+    if marker is not None:
+        if marker != str(row.revision):
+            raise StaleSessionError(
+                f"Session {row.session_id} is at revision {row.revision} in storage but this "
+                f"session object was loaded at revision {marker}. Reload it with get_session "
+                "before appending more events."
+            )
+        return
+    # A session object that did not come from us (no marker): stale only if storage has
+    # moved past the last event it holds.
+    if row.last_update_time > session.last_update_time:
+        latest = (
+            SessionEvent.objects.filter(session=row)
+            .order_by("-position")
+            .values_list("event_id", flat=True)
+            .first()
+        )
+        held = session.events[-1].id if session.events else None
+        if latest != held:
+            raise StaleSessionError(
+                f"Session {row.session_id} has been modified in storage since this session "
+                "object was made. Reload it with get_session before appending more events."
+            )
+
+
+def _apply_temp_state(session: Session, event: Event) -> None:
+    # As BaseSessionService: temp values stay readable for the rest of the invocation.
+    for key, value in (event.actions.state_delta or {}).items():
+        if key.startswith(State.TEMP_PREFIX):
+            session.state[key] = value
+
+
+def _trim_temp_delta(event: Event) -> None:
+    if event.actions.state_delta:
+        delta = event.actions.state_delta
+        event.actions.state_delta = {
+            k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)
+        }
+
+
+def append_event(session: Session, event: Event) -> Event:
+    """Store ``event`` in ``session`` and apply its state delta; update ``session`` too.
+
+    Partial (streaming) events are returned unstored. An equal re-delivery of an event
+    already stored is returned without storing it again or re-applying its delta.
+    Raises ``SessionNotFoundError`` for a missing session and ``StaleSessionError`` if
+    ``session`` is older than the stored revision.
+    """
+    if event.partial:
+        return event
+    _check_owner(session.app_name, session.user_id)
+    validate_id("session_id", session.id, SESSION_ID_MAX)
+    _check_event_columns(event)
+    as_delivered = event.model_dump(mode="json", exclude_none=True)
+
+    with transaction.atomic():
+        acquire_user_lock(session.app_name, session.user_id)
+        row = (
+            AgentSession.objects.select_for_update()
+            .filter(app_name=session.app_name, user_id=session.user_id, session_id=session.id)
+            .first()
+        )
+        if row is None:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        if _is_stored_already(row, event, as_delivered):
+            return event
+        _check_not_stale(row, session)
+
+        _apply_temp_state(session, event)
+        _trim_temp_delta(event)
+        deltas = extract_json_safe_state_delta(event.actions.state_delta or {})
+        _update_state_row(AppState, deltas["app"], app_name=row.app_name)
+        _update_state_row(UserState, deltas["user"], app_name=row.app_name, user_id=row.user_id)
+        last = SessionEvent.objects.filter(session=row).aggregate(p=Max("position"))["p"]
+        SessionEvent.objects.create(
+            session=row,
+            position=0 if last is None else last + 1,
+            event_id=event.id,
+            invocation_id=event.invocation_id or "",
+            author=event.author or "",
+            timestamp=event.timestamp,
+            is_compaction=event.actions.compaction is not None,
+            data=event.model_dump(mode="json", exclude_none=True),
+        )
+        if deltas["session"]:
+            row.state = {**row.state, **deltas["session"]}
+        row.last_update_time = event.timestamp
+        row.revision += 1
+        row.event_count += 1
+        row.save(update_fields=["state", "last_update_time", "revision", "event_count"])
+
+    session.last_update_time = row.last_update_time
+    session._storage_update_marker = str(row.revision)
+    # As BaseSessionService._commit_event_to_session: every non-temp key, prefixed or not.
+    session.state.update(event.actions.state_delta or {})
+    session.events.append(event)
+    return event

@@ -1,0 +1,300 @@
+"""Our session storage beyond ADK's contract: the sync API, the rows, validation, races."""
+
+import time
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions, EventCompaction
+from google.genai import types
+
+from records import artifacts, sessions
+from records.models import AgentSession, AppState, Artifact, SessionEvent, UserState
+from records.session_service import DjangoSessionService
+
+APP, ALICE = "pharmacy", "alice"
+T = time.time() + 10_000
+
+
+def event(text="hi", *, delta=None, ts=None, **kw) -> Event:
+    if ts is not None:
+        kw["timestamp"] = ts
+    return Event(
+        author=kw.pop("author", "user"),
+        invocation_id=kw.pop("invocation_id", "inv-1"),
+        content=types.Content(role="user", parts=[types.Part(text=text)]),
+        actions=EventActions(state_delta=delta or {}),
+        **kw,
+    )
+
+
+def nothing_stored() -> bool:
+    return not any(
+        m.objects.exists() for m in (AgentSession, SessionEvent, AppState, UserState, Artifact)
+    )
+
+
+# --- persistence -------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_new_service_instance_sees_the_same_data(close_executor_connections):
+    writer = DjangoSessionService()
+    session = await writer.create_session(
+        app_name=APP, user_id=ALICE, session_id="s1", state={"app:motd": "hi", "k": 1}
+    )
+    sent = event(delta={"user:lang": "en"})
+    await writer.append_event(session, sent)
+    del writer
+
+    reader = DjangoSessionService()
+    got = await reader.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert got.events == [sent]
+    assert got.state == {"app:motd": "hi", "k": 1, "user:lang": "en"}
+    assert [s.id for s in (await reader.list_sessions(app_name=APP)).sessions] == ["s1"]
+    assert await reader.get_user_state(app_name=APP, user_id=ALICE) == {"lang": "en"}
+    # and a session object from the old instance can still be appended through the new one
+    await reader.append_event(session, event("later"))
+    assert len((await reader.get_session(app_name=APP, user_id=ALICE, session_id="s1")).events) == 2
+
+
+@pytest.mark.django_db
+def test_the_sync_api_is_what_the_sweeper_calls():
+    created = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1", now=T)
+    assert created.last_update_time == T
+    loaded = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    sessions.append_event(loaded, event(ts=T + 60))
+
+    idle = sessions.list_sessions(app_name=APP, updated_before=T + 61)
+    assert [s.id for s in idle.sessions] == ["s1"]
+    assert sessions.list_sessions(app_name=APP, updated_before=T + 60).sessions == []
+
+    assert sessions.delete_session(app_name=APP, user_id=ALICE, session_id="s1") is True
+    assert sessions.delete_session(app_name=APP, user_id=ALICE, session_id="s1") is False
+
+
+@pytest.mark.django_db
+def test_rows_keep_event_count_revision_positions_and_last_update_time():
+    session = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1", now=T)
+    row = AgentSession.objects.get()
+    assert (row.event_count, row.revision, row.last_update_time) == (0, 0, T)
+    assert row.created_at == timezone.datetime.fromtimestamp(T, timezone.UTC)
+
+    sent = [
+        event(f"m{n}", ts=T + n, author=f"agent{n}", invocation_id=f"inv-{n}") for n in (1, 2, 3)
+    ]
+    for e in sent:
+        sessions.append_event(session, e)
+    sessions.append_event(session, sent[1])  # an equal re-delivery changes nothing
+
+    row.refresh_from_db()
+    assert (row.event_count, row.revision, row.last_update_time) == (3, 3, T + 3)
+    stored = list(SessionEvent.objects.filter(session=row).order_by("position"))
+    assert [e.position for e in stored] == [0, 1, 2]
+    assert [(e.event_id, e.invocation_id, e.author, e.timestamp) for e in stored] == [
+        (e.id, e.invocation_id, e.author, e.timestamp) for e in sent
+    ]
+    assert [e.data for e in stored] == [e.model_dump(mode="json", exclude_none=True) for e in sent]
+    assert session._storage_update_marker == "3"
+
+
+@pytest.mark.django_db
+def test_compaction_events_are_flagged():
+    session = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    sessions.append_event(session, event("plain", ts=T + 1))
+    summary = Event(
+        author="user",
+        invocation_id="inv-c",
+        timestamp=T + 2,
+        actions=EventActions(
+            compaction=EventCompaction(
+                start_timestamp=T,
+                end_timestamp=T + 1,
+                compacted_content=types.Content(role="model", parts=[types.Part(text="sum")]),
+            )
+        ),
+    )
+    sessions.append_event(session, summary)
+    flags = list(SessionEvent.objects.order_by("position").values_list("is_compaction", flat=True))
+    assert flags == [False, True]
+    got = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert got.events[1] == summary
+
+
+@pytest.mark.django_db
+def test_prefixed_state_is_stored_without_prefix_and_temp_nowhere():
+    session = sessions.create_session(
+        app_name=APP,
+        user_id=ALICE,
+        session_id="s1",
+        state={"k": 1, "app:a": 2, "user:u": 3, "temp:t": 4},
+    )
+    sessions.append_event(session, event(delta={"temp:x": 5, "user:v": 6}))
+
+    assert AgentSession.objects.get().state == {"k": 1}
+    assert AppState.objects.get(app_name=APP).state == {"a": 2}
+    assert UserState.objects.get(app_name=APP, user_id=ALICE).state == {"u": 3, "v": 6}
+    assert "temp:" not in str(SessionEvent.objects.get().data)
+
+
+@pytest.mark.django_db
+def test_a_stale_append_through_the_sync_api_changes_nothing():
+    mine = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    theirs = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    sessions.append_event(theirs, event("theirs"))
+
+    with pytest.raises(StaleSessionError, match="revision 1 in storage.*revision 0"):
+        sessions.append_event(mine, event("mine", delta={"user:x": 1}))
+
+    row = AgentSession.objects.get()
+    assert (row.revision, row.event_count) == (1, 1)
+    assert not UserState.objects.exists()
+    assert mine.events == []
+
+
+@pytest.mark.django_db
+def test_delete_removes_the_events_but_leaves_artifacts_to_the_sweeper():
+    session = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    sessions.append_event(session, event())
+    artifacts.save_artifact(
+        app_name=APP,
+        user_id=ALICE,
+        session_id="s1",
+        filename="r.txt",
+        artifact=types.Part(text="x"),
+    )
+
+    sessions.delete_session(app_name=APP, user_id=ALICE, session_id="s1")
+
+    assert not AgentSession.objects.exists()
+    assert not SessionEvent.objects.exists()
+    assert Artifact.objects.filter(session_id="s1").count() == 1
+
+
+# --- validation -----------------------------------------------------------------------
+
+
+BAD_IDS = [
+    ({"app_name": ""}, "app_name must not be empty"),
+    ({"app_name": "   "}, "app_name must not be empty"),
+    ({"app_name": "a" * 129}, "app_name is 129 characters long; at most 128"),
+    ({"user_id": ""}, "user_id must not be empty"),
+    ({"user_id": "u" * 257}, "user_id is 257 characters long; at most 256"),
+    ({"user_id": "nul\x00byte"}, "user_id must not contain NUL"),
+    ({"user_id": 42}, "user_id must be a string, not int"),
+    ({"session_id": ""}, "session_id must not be empty"),
+    ({"session_id": " \t "}, "session_id must not be empty"),
+    ({"session_id": "s" * 257}, "session_id is 257 characters long; at most 256"),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("bad", "message"), BAD_IDS)
+def test_bad_ids_are_refused_with_a_clear_message_and_nothing_is_written(bad, message):
+    ids = {"app_name": APP, "user_id": ALICE, "session_id": "s1"} | bad
+    with pytest.raises(ValueError, match=message):
+        sessions.create_session(**ids, state={"app:a": 1, "user:u": 2, "k": 3})
+    assert nothing_stored()
+    for read in (sessions.get_session, sessions.delete_session):
+        with pytest.raises(ValueError, match=message):
+            read(**ids)
+
+
+@pytest.mark.django_db
+def test_ids_at_the_length_limits_are_accepted():
+    ids = {"app_name": "a" * 128, "user_id": "u" * 256, "session_id": "s" * 256}
+    sessions.create_session(**ids)
+    assert sessions.get_session(**ids).id == "s" * 256
+    assert [s.id for s in sessions.list_sessions(app_name="a" * 128).sessions] == ["s" * 256]
+
+
+@pytest.mark.django_db
+def test_list_and_user_state_validate_their_ids_too():
+    with pytest.raises(ValueError, match="app_name must not be empty"):
+        sessions.list_sessions(app_name="")
+    with pytest.raises(ValueError, match="user_id is 300 characters long"):
+        sessions.list_sessions(app_name=APP, user_id="u" * 300)
+    with pytest.raises(ValueError, match="user_id must not be empty"):
+        sessions.get_user_state(app_name=APP, user_id="")
+
+
+@pytest.mark.django_db
+def test_an_event_too_big_for_its_columns_is_refused_before_anything_is_written():
+    session = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    with pytest.raises(ValueError, match="event id is 129 characters long; at most 128"):
+        sessions.append_event(session, event(id="e" * 129, delta={"user:x": 1}))
+    with pytest.raises(ValueError, match="event author is 300 characters long"):
+        sessions.append_event(session, event(author="a" * 300))
+    assert not SessionEvent.objects.exists()
+    assert not UserState.objects.exists()
+    assert AgentSession.objects.get().revision == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field", ["app_name", "user_id", "session_id"])
+def test_the_database_refuses_empty_session_ids_from_any_writer(field):
+    fields = {"app_name": APP, "user_id": ALICE, "session_id": "s1", field: ""}
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AgentSession.objects.create(**fields, created_at=timezone.now(), last_update_time=T)
+
+
+# --- concurrency ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_appends_to_one_session_keep_every_event_at_a_unique_position(run_in_threads):
+    sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    writers, per_writer = 4, 5
+
+    def writer(n):
+        def work():
+            for i in range(per_writer):
+                while True:  # ADK's contract: on StaleSessionError, reload and retry
+                    session = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+                    try:
+                        sessions.append_event(session, event(f"w{n}-{i}", delta={f"w{n}": i}))
+                        break
+                    except StaleSessionError:
+                        continue
+
+        return work
+
+    run_in_threads([writer(n) for n in range(writers)])
+
+    row = AgentSession.objects.get()
+    total = writers * per_writer
+    positions = list(SessionEvent.objects.filter(session=row).values_list("position", flat=True))
+    assert sorted(positions) == list(range(total))
+    assert (row.event_count, row.revision) == (total, total)
+    texts = {
+        e.content.parts[0].text
+        for e in sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1").events
+    }
+    assert texts == {f"w{n}-{i}" for n in range(writers) for i in range(per_writer)}
+    assert row.state == {f"w{n}": per_writer - 1 for n in range(writers)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_appends_to_a_users_sessions_lose_no_user_state(run_in_threads):
+    writers, per_writer = 4, 5
+    for n in range(writers):
+        sessions.create_session(app_name=APP, user_id=ALICE, session_id=f"s{n}")
+
+    def writer(n):
+        def work():
+            session = sessions.get_session(app_name=APP, user_id=ALICE, session_id=f"s{n}")
+            for i in range(per_writer):
+                sessions.append_event(
+                    session, event(delta={f"user:w{n}-{i}": i, f"app:w{n}-{i}": i})
+                )
+
+        return work
+
+    run_in_threads([writer(n) for n in range(writers)])
+
+    keys = {f"w{n}-{i}" for n in range(writers) for i in range(per_writer)}
+    assert set(sessions.get_user_state(app_name=APP, user_id=ALICE)) == keys
+    assert set(AppState.objects.get(app_name=APP).state) == keys
