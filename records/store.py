@@ -15,14 +15,14 @@ from datetime import datetime
 from functools import cache
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils.module_loading import import_string
 
 from . import feedback
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor
-from .locks import user_lock
+from .locks import acquire_user_lock, user_lock, user_lock_key
 from .models import (
     APP_NAME_MAX,
     SESSION_ID_MAX,
@@ -195,6 +195,28 @@ def enforce(
     policy = policy_for(app_name)
     with user_lock(app_name, user_id):
         return _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
+
+
+def enforce_many(
+    app_name: str, user_ids: Sequence[str], now: datetime, *, run_id: int | None = None
+) -> list[SelectedVictim]:
+    """Enforce for a batch of users with one set-based selection (the periodic pass).
+
+    The users' locks are taken in key order, so two batches never deadlock.
+    """
+    policy = policy_for(app_name)
+    users = sorted(set(user_ids), key=lambda u: user_lock_key(app_name, u))
+    for user_id in users:
+        check_scope(app_name, user_id)
+    with transaction.atomic():
+        for user_id in users:
+            acquire_user_lock(app_name, user_id)
+        if policy.summarise:  # clusters are per user
+            return [v for u in users for v in _enforce_locked(app_name, u, now, policy,
+                                                               run_id=run_id)]
+        victims = select_victims(app_name, users, now, policy.params())
+        evict(app_name, victims, now, policy_version=policy.version, run_id=run_id)
+        return victims
 
 
 def _enforce_locked(app_name, user_id, now, policy: Policy, *, run_id=None):
