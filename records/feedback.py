@@ -27,6 +27,7 @@ MAX_TERMS_PER_RECORD = 64
 REGRET_MIN_MATCH = 2
 
 SESSIONS_INGESTED = "sessions_ingested"
+RECORDS_ADDED = "records_added"
 SEARCHES = "searches"
 REGRET_HITS = "regret_hits"
 CORRECTIONS = "corrections"

@@ -37,6 +37,7 @@ class SelectedVictim:
     tokens: int
     score: pure.Score
     dedupe_key: str
+    session_id: str = ""
 
 
 # --- SQLite: the policy's own arithmetic as database functions ----------------------
@@ -154,11 +155,13 @@ def select_expired(
     terms, score = _score_sql()
     sql = f"""
         WITH expired AS (
-            SELECT id, user_id, tokens, hits, importance, last_accessed_at, dedupe_key, {terms}
+            SELECT id, user_id, tokens, hits, importance, last_accessed_at, dedupe_key,
+                   source_session_id, {terms}
             FROM {TABLE}
             WHERE app_name = %(app)s {user_sql} AND NOT pinned AND created_at < %(cutoff)s
         )
-        SELECT id, user_id, tokens, recency, frequency, importance, {score}, dedupe_key
+        SELECT id, user_id, tokens, recency, frequency, importance, {score}, dedupe_key,
+               source_session_id
         FROM expired ORDER BY user_id, id
     """
     return _fetch(sql, params, fixed_reason=pure.EXPIRED)
@@ -174,7 +177,7 @@ def select_cap_victims(
     sql = f"""
         WITH live AS (
             SELECT id, user_id, tokens, pinned, hits, importance, last_accessed_at, created_at,
-                   dedupe_key
+                   dedupe_key, source_session_id
             FROM {TABLE}
             WHERE app_name = %(app)s {user_sql} AND (pinned OR created_at >= %(cutoff)s)
         ),
@@ -198,7 +201,7 @@ def select_cap_victims(
                          ROWS UNBOUNDED PRECEDING)
         )
         SELECT r.id, r.user_id, r.tokens, r.recency, r.frequency, r.importance, r.score,
-               r.dedupe_key,
+               r.dedupe_key, r.source_session_id,
                CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
         FROM ranked r JOIN totals ON totals.user_id = r.user_id
         WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
@@ -213,8 +216,8 @@ def _fetch(sql: str, params: dict, fixed_reason: str | None = None) -> list[Sele
         rows = cursor.fetchall()
     out = []
     for row in rows:
-        id, user_id, tokens, recency, frequency, importance, score, key = row[:8]
-        reason = fixed_reason or row[8]
+        id, user_id, tokens, recency, frequency, importance, score, key, session_id = row[:9]
+        reason = fixed_reason or row[9]
         out.append(
             SelectedVictim(
                 id=id,
@@ -223,6 +226,7 @@ def _fetch(sql: str, params: dict, fixed_reason: str | None = None) -> list[Sele
                 tokens=tokens,
                 score=pure.Score(float(recency), float(frequency), importance, float(score)),
                 dedupe_key=key or "",
+                session_id=session_id or "",
             )
         )
     return out

@@ -38,6 +38,7 @@ class Command(BaseCommand):
             raise CommandError("--concurrency must be at least 1.")
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.")
+        call_command("install_schedules", verbosity=0)
         if not no_demo:
             if demo.demo_present():
                 self.stdout.write("Demo data already present.")

@@ -1,0 +1,93 @@
+"""Cap enforcement across users, so TTL expiry happens even for users who stop writing.
+
+The pass finds the users that need work with one aggregate per app (over a cap, or
+holding expired records); most users need nothing and cost only their share of that
+scan. Those users are enforced in batches: each batch is one task, takes its users'
+locks in key order and selects all their victims with one set-based statement.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+
+from records import store
+from records.models import MemoryRecord
+from records.policies import policy_for
+
+from .models import ItemKind, Run, WorkItem
+from .sweep import _record_entries, _Rollback
+
+BATCH_SIZE = 200
+
+
+def enforce_apps(run: Run) -> list[str]:
+    if run.app_name:
+        return [run.app_name]
+    return list(MemoryRecord.objects.values_list("app_name", flat=True).distinct().order_by())
+
+
+def users_needing_work(app_name: str, now: datetime) -> list[str]:
+    """Users over a cap or holding expired records, in one aggregate over the app."""
+    params = policy_for(app_name).params()
+    cutoff = now - params.ttl
+    live = Q(pinned=True) | Q(created_at__gte=cutoff)
+    expired = Q(pinned=False, created_at__lt=cutoff)
+    rows = (
+        MemoryRecord.objects.filter(app_name=app_name)
+        .values("user_id")
+        .annotate(
+            n=Count("id", filter=live),
+            s=Sum("tokens", filter=live),
+            expired=Count("id", filter=expired),
+        )
+        .filter(Q(n__gt=params.max_records) | Q(s__gt=params.max_tokens) | Q(expired__gt=0))
+        .order_by("user_id")
+        .values_list("user_id", flat=True)
+    )
+    return list(rows)
+
+
+def plan_items(run: Run, batch_size: int = BATCH_SIZE) -> list[WorkItem]:
+    items = []
+    for app_name in enforce_apps(run):
+        users = users_needing_work(app_name, run.as_of)
+        for start in range(0, len(users), batch_size):
+            items.append(
+                WorkItem(
+                    run=run,
+                    kind=ItemKind.USERS,
+                    app_name=app_name,
+                    users=users[start : start + batch_size],
+                )
+            )
+    return items
+
+
+def enforce_users(item: WorkItem, now: datetime) -> tuple[str, dict]:
+    victims = store.enforce_many(item.app_name, item.users, now, run_id=item.run_id)
+    return f"{len(victims)} evicted from {len(item.users)} user(s)", {
+        "users_enforced": len(item.users),
+        "records_evicted": len(victims),
+    }
+
+
+def preview_users(item: WorkItem, as_of: datetime) -> tuple[str, dict]:
+    """Store what enforcing these users at ``as_of`` would evict; change nothing."""
+    from .models import PlanEntry
+
+    existing = set(
+        MemoryRecord.objects.filter(app_name=item.app_name, user_id__in=item.users).values_list(
+            "id", flat=True
+        )
+    )
+    try:
+        with transaction.atomic():
+            victims = store.enforce_many(item.app_name, item.users, as_of)
+            raise _Rollback
+    except _Rollback:
+        pass
+    PlanEntry.objects.bulk_create(_record_entries(item.run_id, item.app_name, victims, existing))
+    return f"{len(victims)} record(s) would go", {"records_planned": len(victims)}

@@ -1,0 +1,53 @@
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from records import store
+from sweeper import runs
+from sweeper.models import PlanEntry, RunKind
+from sweeper.tasks import run_inline
+
+from ._progress import progress_printer
+from .sweep import parse_as_of
+
+
+class Command(BaseCommand):
+    help = "Enforce TTL and caps: one user, one app, or every app (a full pass)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--app", default="")
+        parser.add_argument("--user", help="Only this user (needs --app).")
+        parser.add_argument("--dry-run", action="store_true")
+        parser.add_argument("--as-of", help="Preview as of this time (with --dry-run).")
+        parser.add_argument("--async", dest="background", action="store_true")
+
+    def handle(self, *args, app, user, dry_run, as_of, background, **options):
+        as_of = parse_as_of(as_of)
+        if as_of and not dry_run:
+            raise CommandError("--as-of previews the future; use it with --dry-run.")
+        if user and not app:
+            raise CommandError("--user needs --app.")
+        if user and not dry_run:
+            try:
+                victims = store.enforce(app, user, timezone.now())
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
+            for reason in sorted({v.reason for v in victims}):
+                n = sum(v.reason == reason for v in victims)
+                self.stdout.write(f"  {reason}: {n}")
+            self.stdout.write(f"Evicted {len(victims)} record(s) of {app}/{user}.")
+            return
+        run = runs.create_run(
+            RunKind.ENFORCE, as_of=as_of, app_name=app, dry_run=dry_run, enqueue=background
+        )
+        if background:
+            self.stdout.write(f"Queued run #{run.id}.")
+            return
+        run = run_inline(run, progress_printer(self.stdout))
+        self.stdout.write(f"\nRun #{run.id}: {run.status}. {run.stats}")
+        if run.dry_run:
+            n = PlanEntry.objects.filter(run=run).count()
+            self.stdout.write(
+                f"Would evict {n} record(s). Apply with: manage.py sweep --apply {run.id}"
+            )
+        if run.error:
+            raise CommandError(run.error)

@@ -1,0 +1,143 @@
+"""Applying a reviewed dry-run plan: exactly its victims, and nothing else.
+
+Each user's part is applied in one task: its sessions first (retired without the
+usual enforcement), then its records, evicted with the reasons and scores the preview
+showed. An entry that went stale since the preview is refused with a message and
+changes nothing: a record pinned, re-scored or already gone; a session that was used
+again or no longer exists.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Q
+
+from records import store
+from records.locks import user_lock
+from records.models import MemoryRecord
+from records.policies import policy_for
+from records.policy import Score
+from records.victims import SelectedVictim
+
+from .models import ApplyStatus, EntryKind, ItemKind, PlanEntry, Run, RunStatus, WorkItem
+from .sweep import retire_session
+
+
+class PlanError(ValueError):
+    """The plan cannot be applied; the message says why."""
+
+
+def check_appliable(plan: Run) -> None:
+    if not plan.dry_run:
+        raise PlanError(f"Run #{plan.pk} is not a dry-run; only a dry-run's plan can be applied.")
+    if plan.status != RunStatus.DONE:
+        raise PlanError(f"Dry-run #{plan.pk} is {plan.status}; wait until it is done.")
+    if Run.objects.filter(plan=plan).exists():
+        raise PlanError(f"The plan of dry-run #{plan.pk} was applied already.")
+
+
+def plan_items(run: Run) -> list[WorkItem]:
+    users = (
+        PlanEntry.objects.filter(run=run.plan, apply_status=ApplyStatus.PENDING)
+        .values_list("app_name", "user_id")
+        .distinct()
+        .order_by("app_name", "user_id")
+    )
+    return [
+        WorkItem(run=run, kind=ItemKind.APPLY_USER, app_name=app, user_id=user)
+        for app, user in users
+    ]
+
+
+def _refuse(entry: PlanEntry, message: str) -> None:
+    entry.apply_status, entry.apply_message = ApplyStatus.REFUSED, message
+    entry.save(update_fields=["apply_status", "apply_message"])
+
+
+def apply_user(item: WorkItem, now: datetime) -> tuple[str, dict]:
+    run = item.run
+    entries = list(
+        PlanEntry.objects.filter(
+            run=run.plan,
+            app_name=item.app_name,
+            user_id=item.user_id,
+            apply_status=ApplyStatus.PENDING,
+        )
+    )
+    applied = refused = 0
+    refused_sessions: set[str] = set()
+    for entry in (e for e in entries if e.kind == EntryKind.SESSION):
+        outcome = retire_session(
+            entry.app_name,
+            entry.user_id,
+            entry.session_id,
+            now,
+            run_id=run.id,
+            enforce=False,
+            expect_update_time=entry.snapshot.get("last_update_time"),
+        )
+        if outcome in ("retired", "already retired"):
+            entry.apply_status, entry.apply_message = ApplyStatus.APPLIED, outcome
+            entry.save(update_fields=["apply_status", "apply_message"])
+            applied += 1
+        else:
+            _refuse(entry, f"Session {outcome}; left alone.")
+            refused_sessions.add(entry.session_id)
+            refused += 1
+
+    record_entries = [e for e in entries if e.kind == EntryKind.RECORD]
+    policy = policy_for(item.app_name)
+    with user_lock(item.app_name, item.user_id):
+        ids = [e.record_id for e in record_entries if e.record_id]
+        keys = [e.dedupe_key for e in record_entries if not e.record_id and e.dedupe_key]
+        current = {
+            r.id: r
+            for r in MemoryRecord.objects.filter(app_name=item.app_name, user_id=item.user_id)
+            .filter(Q(id__in=ids) | Q(dedupe_key__in=keys))
+            .only("id", "pinned", "importance", "dedupe_key", "tokens")
+        }
+        by_key = {r.dedupe_key: r for r in current.values() if r.dedupe_key}
+        victims, done = [], []
+        for entry in record_entries:
+            record = (
+                current.get(entry.record_id) if entry.record_id else by_key.get(entry.dedupe_key)
+            )
+            problem = _stale(entry, record, refused_sessions)
+            if problem:
+                _refuse(entry, problem)
+                refused += 1
+                continue
+            victims.append(
+                SelectedVictim(
+                    id=record.id,
+                    user_id=item.user_id,
+                    reason=entry.reason,
+                    tokens=record.tokens,
+                    score=Score(entry.recency, entry.frequency, entry.importance, entry.score),
+                    dedupe_key=record.dedupe_key or "",
+                )
+            )
+            done.append(entry)
+        store.evict(item.app_name, victims, now, policy_version=policy.version, run_id=run.id)
+        PlanEntry.objects.filter(id__in=[e.id for e in done]).update(
+            apply_status=ApplyStatus.APPLIED, apply_message="evicted"
+        )
+        applied += len(done)
+    return f"{applied} applied, {refused} refused", {"applied": applied, "refused": refused}
+
+
+def _stale(entry: PlanEntry, record: MemoryRecord | None, refused_sessions: set[str]) -> str:
+    if record is None:
+        if entry.snapshot.get("new") and entry.session_id in refused_sessions:
+            return "Its session was not retired, so this record was never created."
+        return "The record no longer exists."
+    if record.pinned:
+        return "The record was pinned after the preview; it stays."
+    if (
+        entry.snapshot.get("importance") is not None
+        and not entry.snapshot.get("new")
+        and (record.importance != entry.snapshot["importance"])
+    ):
+        return "The record was re-scored after the preview; preview again."
+    return ""

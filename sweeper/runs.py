@@ -1,0 +1,195 @@
+"""The run engine: create, claim, fan out, complete, reconcile.
+
+A run is claimed with a conditional UPDATE, so of five deliveries of the same message
+exactly one worker plans it. Planning writes WorkItem rows and then nudges one Celery
+task per item; each item is claimed the same way and completed at most once, and the
+item that completes the last one completes the run. The reconciler re-queues runs and
+items whose worker died (a killed process, a lost or redelivered message), so nothing
+waits forever and nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .models import ItemStatus, Run, RunStatus, WorkItem
+
+log = logging.getLogger(__name__)
+
+# A claim whose holder has not been heard of for this long is presumed dead.
+STALE_AFTER = timedelta(minutes=5)
+# A queued run nobody claimed for this long lost its message.
+UNCLAIMED_AFTER = timedelta(minutes=2)
+
+Progress = Callable[[Run], None]
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def create_run(
+    kind: str,
+    *,
+    as_of: datetime | None = None,
+    app_name: str = "",
+    dry_run: bool = False,
+    plan: Run | None = None,
+    by=None,
+    schedule_key: str | None = None,
+    enqueue: bool = True,
+) -> Run | None:
+    """Create a queued run and (after commit) nudge a worker. None if the slot is taken."""
+    try:
+        with transaction.atomic():
+            run = Run.objects.create(
+                kind=kind,
+                as_of=as_of or timezone.now(),
+                app_name=app_name,
+                dry_run=dry_run,
+                plan=plan,
+                requested_by=by,
+                schedule_key=schedule_key,
+            )
+    except IntegrityError:
+        if schedule_key or plan is not None:
+            return None  # another beat took this slot, or the plan was applied already
+        raise
+    if enqueue:
+        from .tasks import execute_run
+
+        transaction.on_commit(lambda: execute_run.delay(run.id))
+    return run
+
+
+def claim_run(run_id: int, now: datetime | None = None) -> str | None:
+    """Claim a queued (or abandoned) run; returns the claim token, or None if taken."""
+    now = now or timezone.now()
+    token = uuid.uuid4().hex
+    updated = (
+        Run.objects.filter(id=run_id)
+        .filter(
+            Q(status=RunStatus.QUEUED)
+            | Q(status=RunStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER, total=0)
+        )
+        .update(
+            status=RunStatus.RUNNING,
+            claim_token=token,
+            claimed_by=worker_name(),
+            heartbeat_at=now,
+            started_at=Coalesce(F("started_at"), now),
+            attempts=F("attempts") + 1,
+        )
+    )
+    return token if updated else None
+
+
+def heartbeat(run: Run, token: str) -> bool:
+    """Renew the claim. False means another worker took the run over: stop."""
+    return bool(
+        Run.objects.filter(id=run.id, claim_token=token, status=RunStatus.RUNNING).update(
+            heartbeat_at=timezone.now()
+        )
+    )
+
+
+def fan_out(run: Run, token: str, items: list[WorkItem]) -> bool:
+    """Store the run's items and their total in one transaction, under the claim."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().filter(id=run.id, claim_token=token).first()
+        if locked is None or locked.total:
+            return False
+        WorkItem.objects.bulk_create(items, batch_size=1000)
+        Run.objects.filter(id=run.id).update(total=len(items), heartbeat_at=timezone.now())
+    if not items:
+        finish_run(run.id, {})
+    return True
+
+
+def claim_item(item_id: int, now: datetime | None = None) -> tuple[WorkItem, str] | None:
+    now = now or timezone.now()
+    token = uuid.uuid4().hex
+    updated = (
+        WorkItem.objects.filter(id=item_id, status=ItemStatus.PLANNED)
+        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - STALE_AFTER))
+        .update(claim_token=token, claimed_at=now)
+    )
+    if not updated:
+        return None
+    return WorkItem.objects.select_related("run").get(id=item_id), token
+
+
+def complete_item(
+    item: WorkItem, token: str, status: str, outcome: str = "", stats: dict | None = None
+) -> bool:
+    """Mark the item done (once), count it on the run, and finish the run after the last."""
+    with transaction.atomic():
+        updated = WorkItem.objects.filter(
+            id=item.id, claim_token=token, status=ItemStatus.PLANNED
+        ).update(status=status, outcome=outcome[:500])
+        if not updated:
+            return False  # someone else completed it after our claim went stale
+        run = Run.objects.select_for_update().get(id=item.run_id)
+        run.done += 1
+        for key, value in (stats or {}).items():
+            run.stats[key] = run.stats.get(key, 0) + value
+        run.heartbeat_at = timezone.now()
+        fields = ["done", "stats", "heartbeat_at"]
+        if run.done >= run.total and run.status == RunStatus.RUNNING:
+            failed = run.items.filter(status=ItemStatus.FAILED).count()
+            run.status = RunStatus.FAILED if failed else RunStatus.DONE
+            run.error = f"{failed} item(s) failed" if failed else ""
+            run.finished_at = timezone.now()
+            fields += ["status", "error", "finished_at"]
+        run.save(update_fields=fields)
+    return True
+
+
+def finish_run(run_id: int, stats: dict) -> None:
+    Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(
+        status=RunStatus.DONE, finished_at=timezone.now(), stats=stats, heartbeat_at=timezone.now()
+    )
+
+
+def fail_run(run_id: int, error: str) -> None:
+    Run.objects.filter(id=run_id).exclude(status=RunStatus.DONE).update(
+        status=RunStatus.FAILED, finished_at=timezone.now(), error=error[:2000]
+    )
+
+
+def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
+    """Re-queue runs that lost their message and items whose worker died."""
+    from .tasks import execute_run, run_item
+
+    now = now or timezone.now()
+    runs = list(
+        Run.objects.filter(
+            Q(status=RunStatus.QUEUED, created_at__lt=now - UNCLAIMED_AFTER)
+            | Q(status=RunStatus.RUNNING, total=0, heartbeat_at__lt=now - STALE_AFTER)
+        ).values_list("id", flat=True)
+    )
+    items = list(
+        WorkItem.objects.filter(run__status=RunStatus.RUNNING, status=ItemStatus.PLANNED)
+        .filter(
+            Q(claimed_at__isnull=True, run__heartbeat_at__lt=now - UNCLAIMED_AFTER)
+            | Q(claimed_at__lt=now - STALE_AFTER)
+        )
+        .values_list("id", flat=True)
+    )
+    for run_id in runs:
+        execute_run.delay(run_id)
+    for item_id in items:
+        run_item.delay(item_id)
+    if runs or items:
+        log.warning("reconciler re-queued %d run(s) and %d item(s)", len(runs), len(items))
+    return {"runs": runs, "items": items}

@@ -1,0 +1,213 @@
+"""Retiring idle sessions: ingest, then artifacts, then the session.
+
+Compaction never deletes events, so sessions need their own retirement. For each
+session idle past the app's threshold: fetch it whole (listing omits events), ingest
+it into memory, delete its artifacts while they can still be enumerated, keep a
+tombstone so record provenance still resolves, and only then delete it. Every step is
+idempotent, so a worker killed anywhere in between retires the session exactly once on
+the re-run and creates no duplicate record.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from records import artifacts as artifact_store
+from records import sessions as session_store
+from records.locks import user_lock
+from records.memory_service import add_session
+from records.models import AgentSession, MemoryRecord, RetiredSession
+from records.policies import policy_for
+
+from .models import EntryKind, ItemKind, PlanEntry, Run, WorkItem
+
+log = logging.getLogger(__name__)
+
+
+def idle_cutoff(app_name: str, now: datetime) -> float:
+    return (now - timedelta(days=policy_for(app_name).session_idle_days)).timestamp()
+
+
+def sweep_apps(run: Run) -> list[str]:
+    if run.app_name:
+        return [run.app_name]
+    return list(AgentSession.objects.values_list("app_name", flat=True).distinct().order_by())
+
+
+def plan_items(run: Run) -> list[WorkItem]:
+    """One item per user with idle sessions (as of the run's clock)."""
+    items = []
+    for app_name in sorted(sweep_apps(run)):
+        users = (
+            AgentSession.objects.filter(
+                app_name=app_name, last_update_time__lt=idle_cutoff(app_name, run.as_of)
+            )
+            .values_list("user_id", flat=True)
+            .distinct()
+            .order_by("user_id")
+        )
+        items.extend(
+            WorkItem(run=run, kind=ItemKind.SESSIONS, app_name=app_name, user_id=u) for u in users
+        )
+    return items
+
+
+def idle_session_ids(app_name: str, user_id: str, now: datetime) -> list[str]:
+    return list(
+        AgentSession.objects.filter(
+            app_name=app_name, user_id=user_id, last_update_time__lt=idle_cutoff(app_name, now)
+        )
+        .order_by("last_update_time", "session_id")
+        .values_list("session_id", flat=True)
+    )
+
+
+def retire_session(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    now: datetime,
+    *,
+    run_id: int | None = None,
+    enforce: bool = True,
+    expect_update_time: float | None = None,
+) -> str:
+    """Ingest → delete artifacts → tombstone + delete. Returns what happened.
+
+    ``expect_update_time`` (applying a plan) refuses a session that changed since.
+    """
+    session = session_store.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
+    if session is None:
+        retired = RetiredSession.objects.filter(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        ).exists()
+        return "already retired" if retired else "missing"
+    if expect_update_time is not None and session.last_update_time != expect_update_time:
+        return "active since the preview"
+    if session.last_update_time >= idle_cutoff(app_name, now):
+        return "active again"
+    if enforce:
+        add_session(session, now)
+    else:  # applying a plan: evict exactly the plan's victims, nothing else
+        from records import store
+
+        candidates = store.extractor_for(app_name).from_events(
+            app_name, user_id, session_id, session.events
+        )
+        store.ingest(app_name, user_id, candidates, now, run_id=run_id, enforce=False)
+    artifact_store.delete_session_artifacts(
+        app_name=app_name, user_id=user_id, session_id=session_id
+    )
+    with user_lock(app_name, user_id):
+        row = AgentSession.objects.filter(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        ).first()
+        if row is None:
+            return "already retired"
+        RetiredSession.objects.update_or_create(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            defaults={
+                "created_at": row.created_at,
+                "last_update_time": row.last_update_time,
+                "event_count": row.event_count,
+                "retired_at": now,
+                "run_id": run_id,
+            },
+        )
+        session_store.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+    return "retired"
+
+
+def retire_user_sessions(item: WorkItem, now: datetime) -> tuple[str, dict]:
+    outcomes: dict[str, int] = {}
+    for session_id in idle_session_ids(item.app_name, item.user_id, now):
+        outcome = retire_session(item.app_name, item.user_id, session_id, now, run_id=item.run_id)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    stats = {"sessions_retired": outcomes.get("retired", 0)}
+    return ", ".join(f"{n} {what}" for what, n in sorted(outcomes.items())) or "nothing idle", stats
+
+
+# --- dry-run ------------------------------------------------------------------------------
+
+
+class _Rollback(Exception):
+    """Leaves a simulation's transaction, discarding everything it wrote."""
+
+
+def preview_user_sessions(item: WorkItem, as_of: datetime) -> tuple[str, dict]:
+    """Store what retiring this user's idle sessions would do; change nothing.
+
+    The sweep's own code runs inside a transaction that is then rolled back, so the
+    report shows exactly the victims the real sweep would choose at ``as_of``.
+    """
+    app_name, user_id, run_id = item.app_name, item.user_id, item.run_id
+    entries: list[PlanEntry] = []
+    sessions = [
+        session_store.get_session(app_name=app_name, user_id=user_id, session_id=sid)
+        for sid in idle_session_ids(app_name, user_id, as_of)
+    ]
+    sessions = [s for s in sessions if s is not None]
+    existing_ids = set(
+        MemoryRecord.objects.filter(app_name=app_name, user_id=user_id).values_list("id", flat=True)
+    )
+    try:
+        with transaction.atomic():
+            victims = []
+            for session in sessions:
+                victims.extend(add_session(session, as_of).evicted)
+            raise _Rollback
+    except _Rollback:
+        pass
+    for session in sessions:
+        entries.append(
+            PlanEntry(
+                run_id=run_id,
+                kind=EntryKind.SESSION,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session.id,
+                reason="idle",
+                snapshot={
+                    "last_update_time": session.last_update_time,
+                    "events": len(session.events),
+                },
+            )
+        )
+    entries.extend(_record_entries(run_id, app_name, victims, existing_ids))
+    PlanEntry.objects.bulk_create(entries)
+    return f"{len(sessions)} session(s), {len(victims)} record(s) would go", {
+        "sessions_planned": len(sessions),
+        "records_planned": len(victims),
+    }
+
+
+def _record_entries(run_id, app_name, victims, existing_ids: set[int]) -> list[PlanEntry]:
+    """Report lines for victims; ``existing_ids`` are the records before the simulation."""
+    out = []
+    for v in victims:
+        new = v.id not in existing_ids
+        out.append(
+            PlanEntry(
+                run_id=run_id,
+                kind=EntryKind.RECORD,
+                app_name=app_name,
+                user_id=v.user_id,
+                session_id=v.session_id,
+                # a record the plan's own ingest would create has no id yet: find it by key
+                record_id=None if new else v.id,
+                dedupe_key=v.dedupe_key,
+                reason=v.reason,
+                recency=v.score.recency,
+                frequency=v.score.frequency,
+                importance=v.score.importance,
+                score=v.score.total,
+                tokens=v.tokens,
+                snapshot={"importance": v.score.importance, "new": new},
+            )
+        )
+    return out

@@ -1,0 +1,143 @@
+"""Celery tasks: thin, idempotent, taking ids. The work lives in sweep/enforce/plans.
+
+Every task is safe to run twice: runs and items are claimed with conditional updates,
+ingest is deduplicated per event, and retiring a session is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from celery import shared_task
+from django.db import transaction
+from django.utils import timezone
+
+from records import touches
+from records.feedback import prune_regret_terms
+
+from . import enforce, metrics, plans, runs, sweep
+from .models import ItemKind, ItemStatus, Run, RunKind, WorkItem
+
+log = logging.getLogger(__name__)
+
+LONG_TASK = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+
+
+def plan_run(run: Run) -> list[WorkItem]:
+    if run.kind == RunKind.SWEEP:
+        return sweep.plan_items(run)
+    if run.kind == RunKind.ENFORCE:
+        return enforce.plan_items(run)
+    if run.kind == RunKind.APPLY:
+        return plans.plan_items(run)
+    raise ValueError(f"unknown run kind {run.kind!r}")
+
+
+def process_item(item: WorkItem) -> tuple[str, dict]:
+    """Do one item's work; dry-runs only write their report."""
+    run = item.run
+    if item.kind == ItemKind.SESSIONS:
+        if run.dry_run:
+            return sweep.preview_user_sessions(item, run.as_of)
+        return sweep.retire_user_sessions(item, timezone.now())
+    if item.kind == ItemKind.USERS:
+        if run.dry_run:
+            return enforce.preview_users(item, run.as_of)
+        return enforce.enforce_users(item, timezone.now())
+    if item.kind == ItemKind.APPLY_USER:
+        return plans.apply_user(item, timezone.now())
+    raise ValueError(f"unknown item kind {item.kind!r}")
+
+
+@shared_task(**LONG_TASK)
+def execute_run(run_id: int) -> None:
+    """Claim the run, plan its items, and nudge one task per item."""
+    token = runs.claim_run(run_id)
+    if token is None:
+        return  # another delivery of this message got it, or it is finished
+    run = Run.objects.get(id=run_id)
+    try:
+        items = plan_run(run)
+    except Exception as exc:
+        log.exception("planning run %s failed", run_id)
+        runs.fail_run(run_id, f"planning failed: {exc}")
+        return
+    if runs.fan_out(run, token, items):
+        ids = list(WorkItem.objects.filter(run=run).values_list("id", flat=True))
+        transaction.on_commit(lambda: [run_item.delay(i) for i in ids])
+
+
+@shared_task(**LONG_TASK)
+def run_item(item_id: int) -> None:
+    claimed = runs.claim_item(item_id)
+    if claimed is None:
+        return
+    item, token = claimed
+    try:
+        outcome, stats = process_item(item)
+        runs.complete_item(item, token, ItemStatus.DONE, outcome, stats)
+    except Exception as exc:
+        log.exception("item %s of run %s failed", item_id, item.run_id)
+        runs.complete_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
+
+
+def run_inline(run: Run, progress=None) -> Run:
+    """Execute a run in this process (management commands), item by item."""
+    token = runs.claim_run(run.id)
+    if token is None:
+        raise RuntimeError(f"run #{run.id} is already claimed")
+    try:
+        items = plan_run(run)
+    except Exception as exc:
+        runs.fail_run(run.id, f"planning failed: {exc}")
+        raise
+    runs.fan_out(run, token, items)
+    for item_id in WorkItem.objects.filter(run=run).values_list("id", flat=True):
+        run_item(item_id)
+        if progress is not None:
+            progress(Run.objects.get(id=run.id))
+    return Run.objects.get(id=run.id)
+
+
+# --- scheduled entry points (beat) ----------------------------------------------------
+# Each creates a run keyed by its schedule slot: a second beat firing the same slot
+# finds the key taken and creates nothing, so a run happens once per slot.
+
+
+def _slot(now: datetime, fmt: str) -> str:
+    return now.strftime(fmt)
+
+
+@shared_task(ignore_result=True)
+def scheduled_sweep() -> int | None:
+    now = timezone.now()
+    run = runs.create_run(RunKind.SWEEP, as_of=now, schedule_key=f"sweep:{_slot(now, '%Y-%m-%d')}")
+    return run.id if run else None
+
+
+@shared_task(ignore_result=True)
+def scheduled_enforce() -> int | None:
+    now = timezone.now()
+    run = runs.create_run(
+        RunKind.ENFORCE, as_of=now, schedule_key=f"enforce:{_slot(now, '%Y-%m-%dT%H')}"
+    )
+    return run.id if run else None
+
+
+@shared_task(ignore_result=True)
+def flush_touches() -> int:
+    return touches.flush_touches()
+
+
+@shared_task(ignore_result=True)
+def rollup_metrics() -> None:
+    now = timezone.now()
+    metrics.rollup_day((now - metrics.ONE_DAY).date(), now)  # yesterday, complete
+    metrics.rollup_day(now.date(), now)  # today so far
+    prune_regret_terms(now)
+
+
+@shared_task(ignore_result=True)
+def reconcile_runs() -> dict:
+    return runs.reconcile()
