@@ -218,7 +218,7 @@ if CELERY_BROKER_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 else:
     # A broker that needs no server: kombu's filesystem transport in var/broker.
-    _broker_dir = VAR_DIR / "broker"
+    _broker_dir = Path(os.environ.get("MEMADMIN_BROKER_DIR", VAR_DIR / "broker"))
     for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
@@ -252,6 +252,10 @@ MEMADMIN = {
     "IMPORTANCE_CLASSIFIER": os.environ.get("MEMADMIN_IMPORTANCE_CLASSIFIER", ""),
     # Dotted path of a callable(texts, max_tokens) -> str; the default is extractive.
     "SUMMARISER": os.environ.get("MEMADMIN_SUMMARISER", ""),
+    # A run or item claim not renewed for this long is presumed dead and re-queued.
+    "STALE_CLAIM_SECONDS": int(os.environ.get("MEMADMIN_STALE_CLAIM_SECONDS", "300")),
+    # Users per enforcement task: one set-based statement and one lock set per batch.
+    "ENFORCE_BATCH": int(os.environ.get("MEMADMIN_ENFORCE_BATCH", "200")),
 }
 
 LOGGING = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 
@@ -20,7 +21,9 @@ from records.policies import policy_for
 from .models import ItemKind, Run, WorkItem
 from .sweep import _record_entries, _Rollback
 
-BATCH_SIZE = 200
+
+def default_batch_size() -> int:
+    return settings.MEMADMIN["ENFORCE_BATCH"]
 
 
 def enforce_apps(run: Run) -> list[str]:
@@ -50,8 +53,9 @@ def users_needing_work(app_name: str, now: datetime) -> list[str]:
     return list(rows)
 
 
-def plan_items(run: Run, batch_size: int = BATCH_SIZE) -> list[WorkItem]:
+def plan_items(run: Run, size: int | None = None) -> list[WorkItem]:
     items = []
+    batch_size = size or default_batch_size()
     for app_name in enforce_apps(run):
         users = users_needing_work(app_name, run.as_of)
         for start in range(0, len(users), batch_size):

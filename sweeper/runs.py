@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
@@ -26,10 +27,16 @@ from .models import ItemStatus, Run, RunStatus, WorkItem
 
 log = logging.getLogger(__name__)
 
-# A claim whose holder has not been heard of for this long is presumed dead.
-STALE_AFTER = timedelta(minutes=5)
-# A queued run nobody claimed for this long lost its message.
-UNCLAIMED_AFTER = timedelta(minutes=2)
+
+def stale_after() -> timedelta:
+    """A claim whose holder has not been heard of for this long is presumed dead."""
+    return timedelta(seconds=settings.MEMADMIN["STALE_CLAIM_SECONDS"])
+
+
+def unclaimed_after() -> timedelta:
+    """A queued run (or planned item) nobody claimed for this long lost its message."""
+    return stale_after() / 2
+
 
 Progress = Callable[[Run], None]
 
@@ -80,7 +87,7 @@ def claim_run(run_id: int, now: datetime | None = None) -> str | None:
         Run.objects.filter(id=run_id)
         .filter(
             Q(status=RunStatus.QUEUED)
-            | Q(status=RunStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER, total=0)
+            | Q(status=RunStatus.RUNNING, heartbeat_at__lt=now - stale_after(), total=0)
         )
         .update(
             status=RunStatus.RUNNING,
@@ -121,7 +128,7 @@ def claim_item(item_id: int, now: datetime | None = None) -> tuple[WorkItem, str
     token = uuid.uuid4().hex
     updated = (
         WorkItem.objects.filter(id=item_id, status=ItemStatus.PLANNED)
-        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - STALE_AFTER))
+        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - stale_after()))
         .update(claim_token=token, claimed_at=now)
     )
     if not updated:
@@ -174,15 +181,15 @@ def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
     now = now or timezone.now()
     runs = list(
         Run.objects.filter(
-            Q(status=RunStatus.QUEUED, created_at__lt=now - UNCLAIMED_AFTER)
-            | Q(status=RunStatus.RUNNING, total=0, heartbeat_at__lt=now - STALE_AFTER)
+            Q(status=RunStatus.QUEUED, created_at__lt=now - unclaimed_after())
+            | Q(status=RunStatus.RUNNING, total=0, heartbeat_at__lt=now - stale_after())
         ).values_list("id", flat=True)
     )
     items = list(
         WorkItem.objects.filter(run__status=RunStatus.RUNNING, status=ItemStatus.PLANNED)
         .filter(
-            Q(claimed_at__isnull=True, run__heartbeat_at__lt=now - UNCLAIMED_AFTER)
-            | Q(claimed_at__lt=now - STALE_AFTER)
+            Q(claimed_at__isnull=True, run__heartbeat_at__lt=now - unclaimed_after())
+            | Q(claimed_at__lt=now - stale_after())
         )
         .values_list("id", flat=True)
     )

@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 import pytest
@@ -68,3 +69,114 @@ def project_env():
 def _plain_http_test_client(settings):
     """The test client speaks plain HTTP; in production TLS ends at the proxy."""
     settings.SECURE_SSL_REDIRECT = False
+
+
+# --- a real Celery worker process --------------------------------------------------------
+
+
+class WorkerProcess:
+    """A `celery worker` subprocess on this test run's database and broker."""
+
+    def __init__(self, env, concurrency):
+        import subprocess
+        import sys
+        import threading
+
+        self.log: list[str] = []
+        self._ready = threading.Event()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "memadmin",
+                "worker",
+                "-l",
+                "info",
+                "--concurrency",
+                str(concurrency),
+                "-P",
+                "prefork",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"test-{os.getpid()}-{id(self)}@%h",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self._ready.wait(timeout=90):
+            self.stop()
+            raise RuntimeError("celery worker did not start:\n" + "".join(self.log[-40:]))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+            if " ready." in line:
+                self._ready.set()
+
+    def kill(self):
+        """kill -9 the whole worker (main process and its pool children)."""
+        import signal
+
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self):
+        import signal
+
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # warm shutdown; tests need no more
+            try:
+                self.proc.wait(timeout=5)
+            except Exception:
+                self.kill()
+
+
+def wait_until(predicate, timeout=60.0, interval=0.05, message="condition"):
+    """Poll ``predicate`` until true (a bounded wait on a condition, not a fixed sleep)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+@pytest.fixture
+def celery_worker_factory(transactional_db, settings):
+    """start(concurrency=1) -> WorkerProcess using the test database. Stopped afterwards."""
+    from memadmin.celery import app as celery_app
+
+    db = connection.settings_dict
+    env = dict(os.environ)
+    if connection.vendor == "postgresql":
+        env["DATABASE_URL"] = (
+            f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+            f"{db['PORT'] or 5432}/{db['NAME']}"
+        )
+    else:
+        env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"  # an absolute path: sqlite:////...
+    env["SECRET_KEY"] = settings.SECRET_KEY
+    env["MEMADMIN_STALE_CLAIM_SECONDS"] = str(settings.MEMADMIN["STALE_CLAIM_SECONDS"])
+    celery_app.control.purge()  # messages left by earlier runs are not ours
+    workers: list[WorkerProcess] = []
+
+    def start(concurrency=1, **extra_env):
+        worker = WorkerProcess({**env, **{k: str(v) for k, v in extra_env.items()}}, concurrency)
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
+    celery_app.control.purge()
