@@ -6,14 +6,15 @@ import pytest
 from django.utils import timezone
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.runners import Runner
-from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.tools.load_memory_tool import load_memory_tool
 from google.adk.tools.preload_memory_tool import preload_memory_tool
 from google.genai import types
 
 from records import demo
+from records.artifact_service import DjangoArtifactService
 from records.memory_service import EvictingMemoryService
-from records.models import EvictionEvent, ImportanceRule, MemoryRecord
+from records.session_service import DjangoSessionService
+from records.models import AgentSession, EvictionEvent, ImportanceRule, MemoryRecord
 
 from ..asyncutil import run
 from .factories import text_event
@@ -48,8 +49,9 @@ def make_runner(model, now):
     return Runner(
         app_name=APP,
         agent=agent,
-        session_service=InMemorySessionService(),
+        session_service=DjangoSessionService(),
         memory_service=EvictingMemoryService(clock=lambda: now),
+        artifact_service=DjangoArtifactService(),
     )
 
 
@@ -75,6 +77,10 @@ def test_turns_reach_memadmin_search_through_preload_and_load_memory_tools():
 
     events = run(scenario())
     assert events[-1].content.parts[0].text == "You told me you are allergic to penicillin."
+    # the turns live in memadmin's session store, events in order
+    visits = {s.session_id: s for s in AgentSession.objects.filter(user_id=USER)}
+    assert set(visits) == {"visit-1", "visit-2"}
+    assert visits["visit-1"].event_count == 2 and visits["visit-2"].event_count >= 4
     # the agent's "Noted, thank you" was small talk: only the allergy became a memory
     [record] = MemoryRecord.objects.filter(app_name=APP, user_id=USER)
     assert record.pinned and record.source_session_id == "visit-1"
