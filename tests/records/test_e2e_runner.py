@@ -13,8 +13,8 @@ from google.genai import types
 from records import demo
 from records.artifact_service import DjangoArtifactService
 from records.memory_service import EvictingMemoryService
-from records.session_service import DjangoSessionService
 from records.models import AgentSession, EvictionEvent, ImportanceRule, MemoryRecord
+from records.session_service import DjangoSessionService
 
 from ..asyncutil import run
 from .factories import text_event
