@@ -139,8 +139,22 @@ def test_markup_in_user_ids_and_event_text_renders_as_text(login):
     session = make_session(
         "pharmacy", user, events=[adk("<script>alert('t')</script>", author="<b>x</b>")]
     )
+    now = timezone.now()
+    tombstone = RetiredSession.objects.create(
+        app_name="pharmacy",
+        user_id=user,
+        session_id="<script>alert('s')</script>",
+        created_at=now,
+        last_update_time=now.timestamp(),
+        event_count=1,
+        retired_at=now,
+    )
     client = login("support")
-    for url in (reverse("records:sessions"), reverse("records:session", args=[session.pk])):
+    for url in (
+        reverse("records:sessions"),
+        reverse("records:session", args=[session.pk]),
+        reverse("records:retired_session", args=[tombstone.pk]),
+    ):
         content = client.get(url).content.decode()
         assert "<script>alert(" not in content and "<b>x</b>" not in content
         assert "&lt;script&gt;alert(" in content

@@ -328,3 +328,13 @@ def test_pin_and_importance_still_work_for_user_ids_with_slashes(login):
     assert client.post(url, headers=HX).status_code == 200
     record.refresh_from_db()
     assert record.pinned
+
+
+def test_pin_without_a_csrf_token_is_refused(make_user, records):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("sam", "support"))
+    assert client.post(action_url("pin", records[0]), headers=HX).status_code == 403
+    records[0].refresh_from_db()
+    assert not records[0].pinned and not AuditEntry.objects.exists()
