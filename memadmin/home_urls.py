@@ -17,5 +17,5 @@ def healthz(request):
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
-    path("", RedirectView.as_view(pattern_name="records:users"), name="home"),
+    path("", RedirectView.as_view(pattern_name="records:overview"), name="home"),
 ]

@@ -62,6 +62,11 @@ def role_required(*roles: str):
     return decorator
 
 
+def viewer_required(view):
+    """Pages: any of the staff roles may look; changing things needs the specific role."""
+    return role_required(*ROLES)(view)
+
+
 def roles_context(request) -> dict:
     user = getattr(request, "user", None)
     roles = user_roles(user) if user is not None else frozenset()

@@ -172,7 +172,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "records:users"
+LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -183,6 +183,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # vendor/plotly.min.js from the installed plotly package (no CDN, no copy in git)
+    "memadmin.staticfiles.PlotlyFinder",
+]
 # After `collectstatic` (the Docker image runs it) static files are served compressed
 # with hashed names; before it (embedded default, tests) straight from the app folders.
 _COLLECTED = (STATIC_ROOT / "staticfiles.json").exists()

@@ -3,6 +3,22 @@ from django.urls import path
 from . import views
 
 app_name = "records"
+
+# User ids are free text from the agents and may contain "/", so <path:user> takes the
+# rest of the URL; the action routes come first so their fixed endings match before it.
+USER = "users/<str:app>/<path:user>/"
+
 urlpatterns = [
-    path("", views.users, name="users"),
+    path("overview/", views.overview, name="overview"),
+    path("users/", views.users, name="users"),
+    path(USER + "records/<int:pk>/pin/", views.pin, name="pin"),
+    path(USER + "records/<int:pk>/unpin/", views.unpin, name="unpin"),
+    path(USER + "records/<int:pk>/importance/", views.importance, name="importance"),
+    path(USER + "preview/", views.preview, name="preview"),
+    path(USER, views.user_detail, name="user"),
+    path("sessions/", views.sessions, name="sessions"),
+    path("sessions/<int:pk>/", views.session, name="session"),
+    path("sessions/retired/<int:pk>/", views.retired_session, name="retired_session"),
+    path("policies/", views.policies, name="policies"),
+    path("policies/<str:app>/", views.policy, name="policy"),
 ]

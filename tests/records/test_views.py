@@ -93,3 +93,36 @@ def test_user_content_with_markup_renders_as_text(login):
 def test_healthz_is_public_and_checks_the_database(client):
     response = client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_column_headers_sort_both_ways_and_keep_the_search(login):
+    add_records("shop", "alice", 2)
+    add_records("shop", "bob", 5)
+    add_records("shop", "amy", 9)
+    client = login("support")
+    url = reverse("records:users")
+
+    def users(**params):
+        response = client.get(url, params, headers={"HX-Request": "true"})
+        return response, [r.user_id for r in response.context["page"].object_list]
+
+    response, order = users(q="a", sort="records")
+    assert order == ["amy", "alice"]
+    content = response.content.decode()
+    # the sorted column links to the other direction, the search is kept
+    assert 'href="?q=a&amp;sort=records&amp;dir=asc"' in content
+    assert 'href="?q=a&amp;sort=user&amp;dir=asc"' in content
+    assert 'aria-sort="descending"' in content
+    assert users(q="a", sort="records", dir="asc")[1] == ["alice", "amy"]
+    assert users(sort="user", dir="desc")[1] == ["bob", "amy", "alice"]
+    assert users(sort="nonsense")[1] == ["amy", "bob", "alice"]  # falls back to records
+
+
+def test_users_link_to_their_page(login):
+    add_records("pharmacy", "alice", 1)
+    content = login("ops").get(reverse("records:users")).content.decode()
+    assert f'href="{reverse("records:user", args=["pharmacy", "alice"])}"' in content
+
+
+def test_users_page_needs_a_role(login):
+    assert login(username="nobody").get(reverse("records:users")).status_code == 403

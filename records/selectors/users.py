@@ -1,4 +1,4 @@
-"""Read-only queries for pages. Each returns plain values, in a bounded number of queries."""
+"""The users list: one aggregate query per page, whatever the number of users."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Q, Sum
 
-from .models import MemoryRecord, Policy
+from ..models import MemoryRecord, Policy
 
+# Sort key -> aggregate or column, with its natural direction (biggest first for numbers).
 USER_SORTS = {
     "records": "-records",
     "tokens": "-tokens",
@@ -17,6 +18,10 @@ USER_SORTS = {
     "user": "user_id",
     "app": "app_name",
 }
+
+
+def natural_descending(sort: str) -> bool:
+    return USER_SORTS[sort].startswith("-")
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,22 @@ class UserRow:
         return round(self.cap_use * 100)
 
 
-def user_page(*, search: str = "", sort: str = "records", page: int = 1, per_page: int = 50):
-    """One page of (app, user) rows: one aggregate query, one count, one policy lookup."""
+def user_page(
+    *,
+    search: str = "",
+    sort: str = "records",
+    descending: bool | None = None,
+    page: int = 1,
+    per_page: int = 50,
+):
+    """One page of (app, user) rows: one aggregate query, one count, one policy lookup.
+
+    ``descending`` None means the sort's natural direction.
+    """
+    sort = sort if sort in USER_SORTS else "records"
+    field = USER_SORTS[sort].lstrip("-")
+    if descending is None:
+        descending = natural_descending(sort)
     qs = MemoryRecord.objects.all()
     if search:
         qs = qs.filter(Q(user_id__icontains=search) | Q(app_name__icontains=search))
@@ -53,7 +72,7 @@ def user_page(*, search: str = "", sort: str = "records", page: int = 1, per_pag
             pinned=Count("id", filter=Q(pinned=True)),
             last_activity=Max("last_accessed_at"),
         )
-        .order_by(USER_SORTS.get(sort, "-records"), "app_name", "user_id")
+        .order_by(f"-{field}" if descending else field, "app_name", "user_id")
     )
     paginator = Paginator(rows, per_page)
     page_obj: Page = paginator.get_page(page)

@@ -1,0 +1,130 @@
+"""Forms of the dashboard: parsing and messages people can act on. Rules live in the
+policy, the models and the staff services; forms only carry their messages to a page."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+
+from .models import POLICY_FIELDS, Policy
+from .policy import PolicyError, PolicyParams
+from .selectors.sessions import SESSION_STATES
+
+POLICY_LABELS = {
+    "ttl_days": "TTL (days)",
+    "half_life_hours": "Half-life (hours)",
+    "max_records": "Max records per user",
+    "max_tokens": "Max tokens per user",
+    "w_recency": "Recency weight",
+    "w_frequency": "Frequency weight",
+    "w_importance": "Importance weight",
+    "saturation_hits": "Frequency saturation (hits)",
+    "session_idle_days": "Session idle (days)",
+    "summarise": "Summarise before evicting",
+    "summarise_min_cluster": "Smallest cluster to summarise",
+}
+
+
+def _number(label, *, min_value=None, integer=False, help_text="", step="any"):
+    field = forms.IntegerField if integer else forms.FloatField
+    messages = {
+        "required": f"{label} is required.",
+        "invalid": f"{label} must be a number.",
+    }
+    if min_value is not None:
+        messages["min_value"] = f"{label} must be at least {min_value}."
+    return field(
+        label=label,
+        min_value=min_value,
+        help_text=help_text,
+        error_messages=messages,
+        widget=forms.NumberInput(attrs={"step": 1 if integer else step}),
+    )
+
+
+class WhatIfForm(forms.Form):
+    """Other policy values for a dry-run; the preview applies them to one user."""
+
+    ttl_days = _number(POLICY_LABELS["ttl_days"], min_value=1, integer=True)
+    half_life_hours = _number(POLICY_LABELS["half_life_hours"], help_text="720 h = 30 days")
+    max_records = _number(POLICY_LABELS["max_records"], min_value=1, integer=True)
+    max_tokens = _number(POLICY_LABELS["max_tokens"], min_value=1, integer=True)
+    w_recency = _number(POLICY_LABELS["w_recency"], min_value=0, step="0.05")
+    w_frequency = _number(POLICY_LABELS["w_frequency"], min_value=0, step="0.05")
+    w_importance = _number(POLICY_LABELS["w_importance"], min_value=0, step="0.05")
+
+    def __init__(self, *args, policy: Policy, **kwargs):
+        self.policy = policy
+        kwargs.setdefault("initial", {f: getattr(policy, f) for f in self.base_fields})
+        super().__init__(*args, **kwargs)
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            self.params = PolicyParams(
+                ttl=timedelta(days=data["ttl_days"]),
+                half_life=timedelta(hours=data["half_life_hours"]),
+                max_records=data["max_records"],
+                max_tokens=data["max_tokens"],
+                w_recency=data["w_recency"],
+                w_frequency=data["w_frequency"],
+                w_importance=data["w_importance"],
+                saturation_hits=self.policy.saturation_hits,
+            )
+        except PolicyError as error:
+            # The pure policy's sentences, capitalised, one per problem.
+            for problem in str(error).split("; "):
+                self.add_error(None, problem[:1].upper() + problem[1:] + ".")
+        return data
+
+    def differs_from_policy(self) -> bool:
+        return self.is_valid() and any(
+            self.cleaned_data[f] != getattr(self.policy, f) for f in self.base_fields
+        )
+
+
+class ImportanceForm(forms.Form):
+    """Parsing only: the range and the reason are checked by ``staff.set_importance``."""
+
+    importance = forms.FloatField(
+        error_messages={
+            "required": "Give the new importance, from 0 to 1.",
+            "invalid": "Importance must be a number from 0 (forgettable) to 1 (essential).",
+        },
+        widget=forms.NumberInput(attrs={"step": "0.05", "min": 0, "max": 1}),
+    )
+    reason = forms.CharField(
+        max_length=500,
+        required=False,  # the service refuses a blank reason with its own message
+        widget=forms.TextInput(attrs={"placeholder": "Why (goes to the audit log)"}),
+    )
+
+
+class PolicyForm(forms.ModelForm):
+    """Every policy value; validation is Policy.clean() (run by the ModelForm)."""
+
+    note = forms.CharField(
+        max_length=500,
+        label="Why",
+        error_messages={"required": "Say why the policy changes; it goes into the history."},
+        widget=forms.TextInput(attrs={"placeholder": "e.g. tighter caps after the storage review"}),
+    )
+
+    class Meta:
+        model = Policy
+        fields = POLICY_FIELDS
+        labels = POLICY_LABELS
+
+    def changes(self) -> dict:
+        return {f: self.cleaned_data[f] for f in POLICY_FIELDS if f in self.changed_data}
+
+
+class SessionFilterForm(forms.Form):
+    app = forms.CharField(required=False, max_length=128)
+    state = forms.ChoiceField(
+        required=False, choices=[("", "idle and active"), *[(s, s) for s in SESSION_STATES]]
+    )
+    q = forms.CharField(required=False, max_length=200, label="Search")

@@ -1,0 +1,47 @@
+"""Read-only queries for pages. Each returns plain values in a bounded number of queries:
+the count never grows with the number of users, records, sessions or events."""
+
+from .overview import (
+    Spread,
+    eviction_reasons,
+    evictions_per_day,
+    growth_per_week,
+    per_user_histogram,
+    session_event_spread,
+    spread_by_group,
+    user_spread,
+)
+from .policies import policy_history, policy_rows
+from .records import ScoredRow, scored_record, scored_records, session_links
+from .sessions import (
+    app_session_counts,
+    artifacts_for_session,
+    session_events_page,
+    session_page,
+)
+from .users import USER_SORTS, UserRow, natural_descending, user_page
+
+__all__ = [
+    "USER_SORTS",
+    "ScoredRow",
+    "Spread",
+    "UserRow",
+    "app_session_counts",
+    "artifacts_for_session",
+    "eviction_reasons",
+    "evictions_per_day",
+    "growth_per_week",
+    "natural_descending",
+    "per_user_histogram",
+    "policy_history",
+    "policy_rows",
+    "scored_record",
+    "scored_records",
+    "session_event_spread",
+    "session_events_page",
+    "session_links",
+    "session_page",
+    "spread_by_group",
+    "user_page",
+    "user_spread",
+]

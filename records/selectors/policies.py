@@ -1,0 +1,67 @@
+"""Policies: the current one per app and each app's version history with diffs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core.paginator import Page, Paginator
+
+from ..models import POLICY_FIELDS, Policy, PolicyVersion
+
+
+def policy_rows() -> list[Policy]:
+    return list(Policy.objects.select_related("updated_by").order_by("app_name"))
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    version: int
+    created_at: datetime
+    created_by: str
+    note: str
+    values: dict
+    # (field, previous value, this version's value); empty for the first version.
+    changes: list[tuple[str, object, object]]
+
+
+def _diff(previous: dict | None, values: dict) -> list[tuple[str, object, object]]:
+    if previous is None:
+        return []
+    return [
+        (f, previous.get(f), values.get(f))
+        for f in POLICY_FIELDS
+        if previous.get(f) != values.get(f)
+    ]
+
+
+def policy_history(app_name: str, *, page: int | str = 1, per_page: int = 20) -> Page:
+    """Versions newest first, each with its diff to the version before. Three queries."""
+    qs = (
+        PolicyVersion.objects.filter(app_name=app_name)
+        .select_related("created_by")
+        .order_by("-version")
+    )
+    page_obj = Paginator(qs, per_page).get_page(page)
+    versions = list(page_obj.object_list)
+    older = None
+    if versions:
+        older = (
+            PolicyVersion.objects.filter(app_name=app_name, version__lt=versions[-1].version)
+            .order_by("-version")
+            .values_list("values", flat=True)
+            .first()
+        )
+    previous_of = [v.values for v in versions[1:]] + [older]
+    page_obj.object_list = [
+        VersionChange(
+            version=v.version,
+            created_at=v.created_at,
+            created_by=v.created_by.get_username() if v.created_by else "",
+            note=v.note,
+            values=v.values,
+            changes=_diff(prev, v.values),
+        )
+        for v, prev in zip(versions, previous_of, strict=True)
+    ]
+    return page_obj

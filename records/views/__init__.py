@@ -1,0 +1,21 @@
+"""Pages of the memory domain. Views stay thin: selectors read, services write."""
+
+from .overview import overview
+from .policies import policies, policy
+from .sessions import retired_session, session, sessions
+from .users import importance, pin, preview, unpin, user_detail, users
+
+__all__ = [
+    "importance",
+    "overview",
+    "pin",
+    "policies",
+    "policy",
+    "preview",
+    "retired_session",
+    "session",
+    "sessions",
+    "unpin",
+    "user_detail",
+    "users",
+]

@@ -1,0 +1,104 @@
+"""The overview: the numbers to measure first, and the charts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from memadmin import charts
+from memadmin.roles import viewer_required
+
+from ..models import Policy
+from ..selectors import (
+    Spread,
+    app_session_counts,
+    evictions_per_day,
+    growth_per_week,
+    per_user_histogram,
+    session_event_spread,
+    user_spread,
+)
+from .common import render_page
+
+EVICTION_DAYS = 30
+GROWTH_WEEKS = 12
+
+
+@dataclass(frozen=True)
+class AppFigures:
+    app_name: str
+    max_records: int
+    max_tokens: int
+    records: Spread | None
+    tokens: Spread | None
+    over_cap: int
+    events: Spread | None
+    sessions: int
+    idle_sessions: int
+
+    @property
+    def users(self) -> int:
+        return self.records.count if self.records else 0
+
+
+@viewer_required
+def overview(request):
+    now = timezone.now()
+    spreads = user_spread()
+    events = session_event_spread()
+    sessions = {s.app_name: s for s in app_session_counts(now)}
+    policies = {p.app_name: p for p in Policy.objects.order_by("app_name")}
+    apps = sorted(set(spreads) | set(policies) | set(sessions))
+    figures = []
+    for app in apps:
+        policy = policies.get(app) or Policy(app_name=app)
+        spread = spreads.get(app, {})
+        figures.append(
+            AppFigures(
+                app_name=app,
+                max_records=policy.max_records,
+                max_tokens=policy.max_tokens,
+                records=spread.get("records"),
+                tokens=spread.get("tokens"),
+                over_cap=spread.get("over_cap", 0),
+                events=events.get(app),
+                sessions=sessions[app].total if app in sessions else 0,
+                idle_sessions=sessions[app].idle if app in sessions else 0,
+            )
+        )
+    selected = request.GET.get("app", "")
+    if selected not in apps:  # default: the app with the most users
+        selected = max(figures, key=lambda f: f.users).app_name if figures else ""
+    context = {
+        "figures": figures,
+        "apps": apps,
+        "selected": selected,
+        **_charts(now, next((f for f in figures if f.app_name == selected), None)),
+    }
+    return render_page(request, "records/overview.html", "app-charts", context)
+
+
+def _charts(now, app: AppFigures | None) -> dict:
+    if app is None:
+        return {"app_figures": None}
+    evictions = evictions_per_day(now, days=EVICTION_DAYS, app_name=app.app_name)
+    out = {
+        "app_figures": app,
+        "eviction_days": EVICTION_DAYS,
+        "evictions_chart": charts.evictions_per_day(evictions["days"], evictions["series"]),
+        "evictions_total": sum(sum(v) for v in evictions["series"].values()),
+        "growth": growth_per_week(now, weeks=GROWTH_WEEKS, app_name=app.app_name),
+        "records_chart": None,
+        "tokens_chart": None,
+    }
+    if app.records:
+        for column, cap, spread in (
+            ("records", app.max_records, app.records),
+            ("tokens", app.max_tokens, app.tokens),
+        ):
+            buckets = per_user_histogram(
+                app.app_name, column, upper=max(spread.max, cap * 1.1), bins=30
+            )
+            out[f"{column}_chart"] = charts.per_user_against_cap(buckets, cap, what=column)
+    return out

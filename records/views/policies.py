@@ -1,0 +1,123 @@
+"""Policies: the list, and per app the values, an edit with its impact, the history."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from memadmin.roles import OPS, check_role, has_role, viewer_required
+
+from .. import staff
+from ..forms import POLICY_LABELS, PolicyForm
+from ..models import POLICY_FIELDS, MemoryRecord, Policy
+from ..preview import policy_impact
+from ..selectors import policy_history, policy_rows
+from .common import current_policy, render_page
+
+TEMPLATE = "records/policy.html"
+
+
+@viewer_required
+def policies(request):
+    return render(request, "records/policies.html", {"policies": policy_rows()})
+
+
+@require_http_methods(["GET", "POST"])
+@viewer_required
+def policy(request, app):
+    current = current_policy(app)
+    if current.pk is None and not MemoryRecord.objects.filter(app_name=app).exists():
+        raise Http404("No policy and no records for this app.")
+    if request.method == "GET":
+        form = PolicyForm(instance=current) if has_role(request.user, OPS) else None
+        return _page(request, current, form=form)
+
+    check_role(request, OPS)
+    # A fresh copy: form validation writes the proposed values onto its instance.
+    form = PolicyForm(request.POST, instance=current_policy(app))
+    if not form.is_valid():
+        return _page(request, current, form=form, status=422)
+    changes = form.changes()
+    if not changes:
+        form.add_error(None, "Nothing changed: every value is the current one.")
+        return _page(request, current, form=form, status=422)
+    if request.POST.get("step") != "confirm":
+        return _review(request, current, form)
+    try:
+        saved = staff.change_policy(
+            request.user,
+            app,
+            changes,
+            base_version=_int(request.POST.get("base_version")),
+            note=form.cleaned_data["note"],
+        )
+    except staff.StalePolicyError as stale:
+        form = PolicyForm(request.POST, instance=stale.current)
+        form.is_valid()
+        return _review(
+            request,
+            stale.current,
+            form,
+            stale=f"Someone saved version {stale.current.version} meanwhile; "
+            "here is the impact against it. Confirm again to save.",
+            status=409,
+        )
+    except ValidationError as error:  # values valid in the form but refused on save
+        form.add_error(None, error)
+        return _page(request, current, form=form, status=422)
+    messages.success(request, f"Saved {app} policy version {saved.version}.")
+    if not request.htmx:
+        return redirect(reverse("records:policy", args=[app]))
+    return _page(request, saved, form=PolicyForm(instance=saved))
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _page(request, policy: Policy, *, form=None, status=200):
+    context = {
+        "policy": policy,
+        "form": form,
+        "history": policy_history(policy.app_name, page=request.GET.get("page", 1)),
+        "fields": _fields(policy),
+    }
+    return render_page(request, TEMPLATE, "policy-main", context, status=status)
+
+
+def _fields(policy: Policy) -> list[tuple[str, str, object, str]]:
+    """(name, label, value, help) of every policy value, for the current-values table."""
+    return [
+        (f, POLICY_LABELS[f], getattr(policy, f), Policy._meta.get_field(f).help_text)
+        for f in POLICY_FIELDS
+    ]
+
+
+def _review(request, current: Policy, form: PolicyForm, *, stale="", status=200):
+    """The confirm step: what changes, and what it would evict now."""
+    now = timezone.now()
+    proposed = form.instance
+    context = {
+        "policy": current,
+        "form": form,
+        "review": {
+            "changes": [
+                (POLICY_LABELS[f], getattr(current, f), v) for f, v in form.changes().items()
+            ],
+            "impact": policy_impact(current.app_name, proposed.params(), now),
+            "baseline": policy_impact(current.app_name, current.params(), now),
+            "base_version": current.version,
+            "stale": stale,
+        },
+        "history": policy_history(current.app_name),
+        "fields": _fields(current),
+    }
+    return render_page(request, TEMPLATE, "policy-main", context, status=status)

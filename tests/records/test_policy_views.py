@@ -1,0 +1,162 @@
+"""Policies: list, edit with validation, impact before saving, confirm, audit, history."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from memadmin.models import AuditEntry
+from records.models import MemoryRecord, Policy, PolicyVersion
+from records.policies import policy_for, update_policy
+from tests.records.rows import make_records
+
+pytestmark = pytest.mark.django_db
+HX = {"HX-Request": "true"}
+
+
+def values(policy: Policy, **changes) -> dict:
+    data = {
+        f: getattr(policy, f)
+        for f in (
+            "ttl_days",
+            "half_life_hours",
+            "max_records",
+            "max_tokens",
+            "w_recency",
+            "w_frequency",
+            "w_importance",
+            "saturation_hits",
+            "session_idle_days",
+            "summarise_min_cluster",
+        )
+    }
+    if policy.summarise:
+        data["summarise"] = "on"
+    data["note"] = "tighter caps"
+    data.update(changes)
+    return data
+
+
+@pytest.fixture
+def pharmacy():
+    policy = policy_for("pharmacy")
+    make_records("pharmacy", "alice", 6)
+    make_records("pharmacy", "bob", 5)
+    make_records("pharmacy", "carol", 2)
+    return policy
+
+
+def url(app="pharmacy"):
+    return reverse("records:policy", args=[app])
+
+
+def test_policies_list_every_app(login, pharmacy):
+    policy_for("travel")
+    response = login("support").get(reverse("records:policies"))
+    assert [p.app_name for p in response.context["policies"]] == ["pharmacy", "travel"]
+    assert url() in response.content.decode()
+
+
+def test_review_shows_the_impact_and_saves_nothing(login, pharmacy):
+    client = login("ops")
+    response = client.post(url(), values(pharmacy, max_records=4, step="review"), headers=HX)
+    assert response.status_code == 200
+    review = response.context["review"]
+    assert (review["impact"].records, review["impact"].users) == (3, 2)
+    assert review["baseline"].records == 0
+    content = response.content.decode()
+    assert "would evict <strong>3</strong> records across <strong>2</strong> users" in content
+    assert 'name="step" value="confirm"' in content and 'name="base_version" value="1"' in content
+    assert Policy.objects.get(app_name="pharmacy").version == 1
+    assert MemoryRecord.objects.count() == 13
+    assert not AuditEntry.objects.exists()
+
+
+def test_confirm_saves_a_version_with_an_audit_entry(login, pharmacy):
+    client = login("ops", username="olga")
+    data = values(pharmacy, max_records=4, step="confirm", base_version=1)
+    response = client.post(url(), data, headers=HX)
+    assert response.status_code == 200
+    assert "Saved pharmacy policy version 2" in response.content.decode()
+    policy = Policy.objects.get(app_name="pharmacy")
+    assert (policy.version, policy.max_records, policy.updated_by.username) == (2, 4, "olga")
+    assert PolicyVersion.objects.get(app_name="pharmacy", version=2).note == "tighter caps"
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.app_name) == ("policy.update", "pharmacy")
+    assert entry.actor_username == "olga"
+    assert entry.before == {"version": 1, "max_records": 500}
+    assert entry.after == {"version": 2, "max_records": 4}
+    assert entry.reason == "tighter caps"
+    # the history shows the diff to the version before
+    history = response.context["history"].object_list
+    assert history[0].changes == [("max_records", 500, 4)]
+    assert MemoryRecord.objects.count() == 13  # saving a policy evicts nothing by itself
+
+
+def test_confirm_without_javascript_redirects(login, pharmacy):
+    data = values(pharmacy, max_tokens=9000, step="confirm", base_version=1)
+    response = login("ops").post(url(), data)
+    assert response.status_code == 302 and response["Location"] == url()
+    assert Policy.objects.get(app_name="pharmacy").max_tokens == 9000
+
+
+def test_confirm_against_a_changed_policy_asks_again(login, pharmacy):
+    update_policy("pharmacy", {"ttl_days": 100})  # someone else, meanwhile
+    data = values(pharmacy, max_records=4, step="confirm", base_version=1)
+    response = login("ops").post(url(), data, headers=HX)
+    assert response.status_code == 409
+    assert "Someone saved version 2 meanwhile" in response.content.decode()
+    assert response.context["review"]["base_version"] == 2
+    assert Policy.objects.get(app_name="pharmacy").version == 2
+    assert not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"w_recency": 0.9}, "Weights must sum to 1; recency + frequency + importance = 1.5000."),
+        ({"max_records": 0}, "Must be at least 1."),
+        ({"half_life_hours": 0}, "Half-life must be positive."),
+        ({"note": ""}, "Say why the policy changes"),
+        ({}, "Nothing changed"),
+    ],
+)
+def test_bad_values_are_refused_with_messages(login, pharmacy, change, message):
+    data = values(pharmacy, step="confirm", base_version=1, **change)
+    response = login("ops").post(url(), data, headers=HX)
+    assert response.status_code == 422
+    assert message in response.content.decode()
+    assert Policy.objects.get(app_name="pharmacy").version == 1
+    assert not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize("roles", [("support",), ("compliance",)])
+def test_only_ops_may_change_a_policy(login, pharmacy, roles):
+    client = login(*roles)
+    page = client.get(url())
+    assert page.status_code == 200 and page.context["form"] is None
+    assert b"Review impact" not in page.content
+    data = values(pharmacy, max_records=4, step="confirm", base_version=1)
+    assert client.post(url(), data).status_code == 403
+    assert Policy.objects.get(app_name="pharmacy").version == 1
+    assert not AuditEntry.objects.exists()
+
+
+def test_unknown_app_is_404_and_creates_nothing(login):
+    assert login("ops").get(url("nope")).status_code == 404
+    assert not Policy.objects.filter(app_name="nope").exists()
+
+
+def test_policy_page_queries_do_not_grow_with_history_or_records(login, pharmacy):
+    client = login("ops")
+
+    def count():
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(url()).status_code == 200
+        return len(ctx.captured_queries)
+
+    small = count()
+    for i in range(40):
+        update_policy("pharmacy", {"max_records": 100 + i})
+    make_records("pharmacy", "dave", 300)
+    assert count() == small
