@@ -1,21 +1,18 @@
 """Dry-run previews: who the policy would evict now, or under other values. Read-only.
 
-Two entry points, kept small on purpose: their bodies run the pure policy over the
-records in Python today and can be swapped for a database-side selection (the store's
-SQL scoring) without touching the pages that call them.
+Two entry points, kept small on purpose; both use the database-side selection that
+enforcement runs (``records.victims``), so a preview shows exactly what enforcement
+would do, and large users and apps are never loaded into Python.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import groupby
 
 from .models import MemoryRecord
-from .policy import HybridPolicy, PolicyParams, Record, Victim
-
-POLICY_COLUMNS = ("id", "created_at", "last_accessed_at", "hits", "importance", "pinned", "tokens")
+from .policy import PolicyParams, Victim
+from .victims import count_victims, select_victims
 
 
 def preview_user_victims(
@@ -23,12 +20,15 @@ def preview_user_victims(
 ) -> list[tuple[MemoryRecord, Victim]]:
     """The records ``params`` would evict from this user at ``now``, in eviction order.
 
-    One query: the user's records are read whole (a user is bounded by the caps), which
-    keeps the query count flat however many victims there are.
+    The database-side selection (the same one enforcement uses) picks the victims, so a
+    user with 100k records is never loaded into Python; one more query fetches only
+    the victims' rows for display.
     """
-    by_id = {r.pk: r for r in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)}
-    victims = HybridPolicy(params).victims([r.as_policy_record() for r in by_id.values()], now)
-    return [(by_id[v.id], v) for v in victims]
+    selected = select_victims(app_name, [user_id], now, params)
+    by_id = MemoryRecord.objects.in_bulk([v.id for v in selected])
+    return [
+        (by_id[v.id], Victim(v.id, v.reason, v.score, v.tokens)) for v in selected if v.id in by_id
+    ]
 
 
 @dataclass(frozen=True)
@@ -42,22 +42,12 @@ class PolicyImpact:
 def policy_impact(app_name: str, params: PolicyParams, now: datetime) -> PolicyImpact:
     """What ``params`` would evict across every user of the app at ``now``.
 
-    One streamed query over the app's records (metadata only), grouped by user.
+    Counted in the database from the same set-based selection enforcement runs.
     """
-    rows = (
-        MemoryRecord.objects.filter(app_name=app_name)
-        .order_by("user_id")
-        .values_list("user_id", *POLICY_COLUMNS)
-        .iterator(chunk_size=5000)
+    totals = count_victims(app_name, None, now, params)
+    return PolicyImpact(
+        records=totals.records,
+        users=totals.users,
+        tokens=totals.tokens,
+        by_reason=totals.by_reason,
     )
-    policy = HybridPolicy(params)
-    records = users = tokens = 0
-    reasons: Counter[str] = Counter()
-    for _user, user_rows in groupby(rows, key=lambda row: row[0]):
-        victims = policy.victims([Record(*row[1:]) for row in user_rows], now)
-        if victims:
-            users += 1
-            records += len(victims)
-            tokens += sum(v.tokens for v in victims)
-            reasons.update(v.reason for v in victims)
-    return PolicyImpact(records=records, users=users, tokens=tokens, by_reason=dict(reasons))

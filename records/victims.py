@@ -143,13 +143,13 @@ def _base_params(app_name: str, now: datetime, p: pure.PolicyParams) -> dict:
 def _score_sql() -> tuple[str, str]:
     if connection.vendor == "postgresql":
         return _PG_TERMS, _PG_SCORE
+    # Connections opened before this module was imported did not get the function yet.
+    connection.ensure_connection()
+    register_sqlite_functions(None, connection)
     return _SQLITE_TERMS, _SQLITE_SCORE
 
 
-def select_expired(
-    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
-) -> list[SelectedVictim]:
-    """Unpinned records older than the TTL."""
+def _expired_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
     terms, score = _score_sql()
@@ -160,17 +160,14 @@ def select_expired(
             FROM {TABLE}
             WHERE app_name = %(app)s {user_sql} AND NOT pinned AND created_at < %(cutoff)s
         )
-        SELECT id, user_id, tokens, recency, frequency, importance, {score}, dedupe_key,
-               source_session_id
-        FROM expired ORDER BY user_id, id
+        SELECT id, user_id, tokens, recency, frequency, importance, {score} AS score,
+               dedupe_key, source_session_id, 'expired' AS reason
+        FROM expired
     """
-    return _fetch(sql, params, fixed_reason=pure.EXPIRED)
+    return sql, params
 
 
-def select_cap_victims(
-    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
-) -> list[SelectedVictim]:
-    """Lowest-scoring unpinned live records of every user over a cap, in eviction order."""
+def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
     terms, score = _score_sql()
@@ -203,21 +200,85 @@ def select_cap_victims(
         SELECT r.id, r.user_id, r.tokens, r.recency, r.frequency, r.importance, r.score,
                r.dedupe_key, r.source_session_id,
                CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
+                 AS reason,
+               r.k
         FROM ranked r JOIN totals ON totals.user_id = r.user_id
         WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
-        ORDER BY r.user_id, r.k
     """
-    return _fetch(sql, params)
+    return sql, params
 
 
-def _fetch(sql: str, params: dict, fixed_reason: str | None = None) -> list[SelectedVictim]:
+def select_expired(
+    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
+) -> list[SelectedVictim]:
+    """Unpinned records older than the TTL."""
+    sql, params = _expired_sql(app_name, user_ids, now, p)
+    return _fetch(sql + " ORDER BY user_id, id", params)
+
+
+def select_cap_victims(
+    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
+) -> list[SelectedVictim]:
+    """Lowest-scoring unpinned live records of every user over a cap, in eviction order."""
+    sql, params = _cap_sql(app_name, user_ids, now, p)
+    return _fetch(sql + " ORDER BY r.user_id, r.k", params)
+
+
+@dataclass(frozen=True)
+class VictimTotals:
+    records: int
+    users: int
+    tokens: int
+    by_reason: dict[str, int]
+
+
+def count_victims(
+    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
+) -> VictimTotals:
+    """How many records (of how many users, how many tokens) the policy would evict.
+
+    The same selection as select_victims, aggregated in the database, so previewing a
+    policy change over a large app returns a handful of numbers, not every victim.
+    """
+    expired, params = _expired_sql(app_name, user_ids, now, p)
+    capped, cap_params = _cap_sql(app_name, user_ids, now, p)
+    # Both parts take the same named parameters, so one mapping serves the union.
+    params.update(cap_params)
+    sql = f"""
+        SELECT v.reason, count(*), count(DISTINCT v.user_id), coalesce(sum(v.tokens), 0)
+        FROM (SELECT reason, user_id, tokens FROM ({expired}) AS e
+              UNION ALL
+              SELECT reason, user_id, tokens FROM ({capped}) AS c) AS v
+        GROUP BY v.reason
+    """
+    users_sql = f"""
+        SELECT count(DISTINCT v.user_id)
+        FROM (SELECT user_id FROM ({expired}) AS e
+              UNION ALL
+              SELECT user_id FROM ({capped}) AS c) AS v
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        cursor.execute(users_sql, params)
+        users = cursor.fetchone()[0]
+    by_reason = {reason: n for reason, n, _, _ in rows}
+    return VictimTotals(
+        records=sum(by_reason.values()),
+        users=users,
+        tokens=int(sum(t for *_, t in rows)),
+        by_reason=by_reason,
+    )
+
+
+def _fetch(sql: str, params: dict) -> list[SelectedVictim]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     out = []
     for row in rows:
         id, user_id, tokens, recency, frequency, importance, score, key, session_id = row[:9]
-        reason = fixed_reason or row[9]
+        reason = row[9]
         out.append(
             SelectedVictim(
                 id=id,

@@ -15,7 +15,8 @@ from django.core.paginator import Page, Paginator
 
 from ..models import AgentSession, MemoryRecord, RetiredSession
 from ..policy import HybridPolicy, PolicyParams, Record, Score
-from ..preview import POLICY_COLUMNS
+
+POLICY_COLUMNS = ("id", "created_at", "last_accessed_at", "hits", "importance", "pinned", "tokens")
 
 
 @dataclass(frozen=True)

@@ -119,3 +119,22 @@ def test_scores_match_the_policy_formula():
     r = MemoryRecord.objects.get(id=v.id).as_policy_record()
     assert v.score.total == pytest.approx(HybridPolicy().score(r, NOW).total, abs=1e-12)
     assert v.score.recency == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_counting_victims_in_the_database_matches_selecting_them(seed):
+    from records.victims import count_victims
+
+    rng = random.Random(seed)
+    for user in ("u1", "u2", "u3"):
+        random_records(rng, "app", user, rng.randint(10, 80))
+    params = PolicyParams(max_records=20, max_tokens=2000)
+    selected = select_victims("app", None, NOW, params)
+    totals = count_victims("app", None, NOW, params)
+    assert totals.records == len(selected)
+    assert totals.users == len({v.user_id for v in selected})
+    assert totals.tokens == sum(v.tokens for v in selected)
+    by_reason = {}
+    for v in selected:
+        by_reason[v.reason] = by_reason.get(v.reason, 0) + 1
+    assert totals.by_reason == by_reason
