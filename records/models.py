@@ -95,6 +95,10 @@ class Policy(models.Model):
         if all(w is not None for w in weights):
             if any(w < 0 for w in weights):
                 errors.setdefault("__all__", []).append("Weights must be at least 0.")
+            elif any(0 < w < pure.MIN_WEIGHT for w in weights):
+                errors.setdefault("__all__", []).append(
+                    f"Each weight must be 0 or at least {pure.MIN_WEIGHT}."
+                )
             elif abs(sum(weights) - 1.0) > 1e-6:
                 errors.setdefault("__all__", []).append(
                     f"Weights must sum to 1; recency + frequency + importance = {sum(weights):.4f}."

@@ -27,6 +27,10 @@ TOKEN_CAP = "token_cap"  # noqa: S105 - a reason, not a secret
 SCORE_DECIMALS = 9
 
 
+# Smaller non-zero weights change no ranking and would underflow in the database.
+MIN_WEIGHT = 1e-6
+
+
 class PolicyError(ValueError):
     """A policy value is out of range; the message says which and what is allowed."""
 
@@ -68,6 +72,8 @@ def validate_params(p: PolicyParams) -> list[str]:
     weights = (p.w_recency, p.w_frequency, p.w_importance)
     if any(not math.isfinite(w) or w < 0 for w in weights):
         errors.append("weights must be finite and at least 0")
+    elif any(0 < w < MIN_WEIGHT for w in weights):
+        errors.append(f"each weight must be 0 or at least {MIN_WEIGHT}")
     elif not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
         errors.append(f"weights must sum to 1 (they sum to {sum(weights):.4f})")
     return errors
@@ -168,6 +174,7 @@ class HybridPolicy:
                 out.append(Victim(r.id, EXPIRED, self.score(r, now), r.tokens))
             else:
                 live_records.append(r)
+        out.sort(key=lambda v: v.id)  # expired first, in id order whatever the input order
         ranked = self.ranked(live_records, now)
         count = len(ranked)
         tokens = sum(r.tokens for r, _ in ranked)

@@ -89,12 +89,20 @@ def register_sqlite_functions(sender, connection, **kwargs):
 
 # --- the query -------------------------------------------------------------------------
 
+# PostgreSQL raises "value out of range: underflow" where Python quietly gives 0.0, so
+# the recency exponent is capped (0.5^60 is ~1e-18) and importance below 1e-15 counts as
+# 0; with weights of 0 or at least 1e-6 (validated) no product can underflow, and the
+# differences from Python's exact values vanish when scores are rounded to 1e-9.
 _PG_TERMS = """
-    power(0.5, greatest(0.0, date_part('epoch', %(now)s::timestamptz - last_accessed_at))
-               / 3600.0 / %(hl)s) AS recency,
+    power(0.5, least(60.0, greatest(0.0, date_part('epoch', %(now)s::timestamptz
+                                                    - last_accessed_at))
+                           / 3600.0 / %(hl)s)) AS recency,
     least(1.0, ln(1.0 + hits) / ln(1.0 + %(sat)s)) AS frequency
 """
-_PG_SCORE = "round((%(wr)s * recency + %(wf)s * frequency + %(wi)s * importance)::numeric, 9)"
+_PG_SCORE = (
+    "round((%(wr)s * recency + %(wf)s * frequency"
+    " + %(wi)s * (CASE WHEN importance < 1e-15 THEN 0.0 ELSE importance END))::numeric, 9)"
+)
 
 _SQLITE_ARGS = (
     "%(now)s, last_accessed_at, hits, importance, %(hl)s, %(sat)s, %(wr)s, %(wf)s, %(wi)s"
