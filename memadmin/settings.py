@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "memadmin",
     "records",
     "sweeper",
+    "erasure",
 ]
 
 MIDDLEWARE = [
@@ -252,6 +253,11 @@ MEMADMIN = {
     "IMPORTANCE_CLASSIFIER": os.environ.get("MEMADMIN_IMPORTANCE_CLASSIFIER", ""),
     # Dotted path of a callable(texts, max_tokens) -> str; the default is extractive.
     "SUMMARISER": os.environ.get("MEMADMIN_SUMMARISER", ""),
+    # Erasure: rows per batch (one short transaction each), seconds without a heartbeat
+    # before the reconciler hands a job on, and how fresh a password check must be.
+    "ERASURE_BATCH_SIZE": int(os.environ.get("MEMADMIN_ERASURE_BATCH_SIZE", "1000")),
+    "ERASURE_LEASE_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_LEASE_SECONDS", "120")),
+    "ERASURE_REAUTH_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_REAUTH_SECONDS", "300")),
 }
 
 LOGGING = {
