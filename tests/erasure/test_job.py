@@ -15,32 +15,9 @@ from records.models import DailyCounter, EvictionEvent, MemoryRecord
 from records.policies import update_policy
 
 from .conftest import fts_terms, populate, redis_entries, rows_mentioning, subject_counts
+from .helpers import OTHER, USER, erase, submit
 
 pytestmark = pytest.mark.django_db
-
-USER = "cust-q7zv3k"
-OTHER = "cust-w2lp8m"
-
-
-def submit(app, user=USER, **kwargs):
-    return erasure.submit(
-        app_name=app,
-        user_id=user,
-        user_id_again=user,
-        ticket="DSR-1001",
-        reason="Right to erasure request received by e-mail",
-        actor="tests",
-        enqueue_job=False,
-        **kwargs,
-    )
-
-
-def erase(app, user=USER, **kwargs):
-    req = submit(app, user)
-    status = erasure.run(req.pk, **kwargs)
-    req.refresh_from_db()
-    assert status == req.status
-    return req
 
 
 @pytest.mark.parametrize("scope", ["one app", "all apps"])
