@@ -4,7 +4,7 @@ USER = "cust-q7zv3k"
 OTHER = "cust-w2lp8m"
 
 
-def submit(app, user=USER, **kwargs):
+def submit(app, user=USER, enqueue_job=False, **kwargs):
     return erasure.submit(
         app_name=app,
         user_id=user,
@@ -12,7 +12,7 @@ def submit(app, user=USER, **kwargs):
         ticket="DSR-1001",
         reason="Right to erasure request received by e-mail",
         actor="tests",
-        enqueue_job=False,
+        enqueue_job=enqueue_job,
         **kwargs,
     )
 
