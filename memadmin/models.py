@@ -22,6 +22,15 @@ class AuditEntryQuerySet(models.QuerySet):
     def delete(self):
         raise AppendOnlyError("Audit entries are append-only; they cannot be deleted.")
 
+    def pseudonymise_subject(self, pseudonym: str) -> int:
+        """Erasure's one permitted change: stop naming the subject (user id -> pseudonym).
+
+        The PostgreSQL trigger allows exactly this (only user_id changes, to 'erased:…').
+        """
+        if not pseudonym.startswith("erased:"):
+            raise AppendOnlyError("A subject's user id can only be replaced by 'erased:…'.")
+        return super().update(user_id=pseudonym)
+
 
 class AuditEntry(models.Model):
     """One staff action. Holds ids, flags, numbers and policy values, never memory content.

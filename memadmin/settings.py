@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "memadmin",
     "records",
     "sweeper",
+    "erasure",
 ]
 
 MIDDLEWARE = [
@@ -262,6 +263,11 @@ MEMADMIN = {
     "STALE_CLAIM_SECONDS": int(os.environ.get("MEMADMIN_STALE_CLAIM_SECONDS", "300")),
     # Users per enforcement task: one set-based statement and one lock set per batch.
     "ENFORCE_BATCH": int(os.environ.get("MEMADMIN_ENFORCE_BATCH", "200")),
+    # Erasure: rows per batch (one short transaction each), seconds without a heartbeat
+    # before the reconciler hands a job on, and how fresh a password check must be.
+    "ERASURE_BATCH_SIZE": int(os.environ.get("MEMADMIN_ERASURE_BATCH_SIZE", "1000")),
+    "ERASURE_LEASE_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_LEASE_SECONDS", "120")),
+    "ERASURE_REAUTH_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_REAUTH_SECONDS", "300")),
 }
 
 LOGGING = {

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils.module_loading import import_string
 
-from . import feedback
+from . import erasure_guard, feedback
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor
@@ -129,6 +129,9 @@ def ingest(
     result = IngestResult(candidates=len(candidates))
     policy = policy_for(app_name)
     with user_lock(app_name, user_id):
+        # Erasure barrier: refuse an ingest that started before an erasure of this user
+        # and drop candidates stamped before it (see records.erasure_guard).
+        candidates = erasure_guard.check(app_name, user_id, candidates, now)
         keys = [c.dedupe_key for c in candidates if c.dedupe_key]
         existing = set()
         evicted = set()

@@ -1,0 +1,139 @@
+"""Erasure pages, for the compliance role only (everyone else gets 403)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
+
+from memadmin.roles import COMPLIANCE, role_required
+from records import erasure
+from records.erasure_guard import subject_hash
+from records.inventory import SUBJECT_STORES
+from records.models import Policy
+
+from .forms import ErasureForm, PasswordCheckForm
+from .models import ErasureRequest as Request
+from .models import ErasureStatus
+from .reauth import mark_password_checked, max_age, password_recently_checked
+
+log = logging.getLogger("memadmin.authz")
+
+STORE_LABELS = [s.label for s in SUBJECT_STORES] + [erasure.REDIS_STORE]
+
+
+@role_required(COMPLIANCE)
+def request_list(request):
+    find = request.GET.get("user", "")[:256]
+    requests = Request.objects.all()
+    if find:  # by keyed hash: verified requests no longer hold the user id
+        requests = requests.filter(subject_hash=subject_hash(find))
+    page = Paginator(requests, 50).get_page(request.GET.get("page"))
+    return render(request, "erasure/list.html", {"page": page, "find": find})
+
+
+@never_cache
+@role_required(COMPLIANCE)
+def submit(request):
+    if not password_recently_checked(request):
+        if request.method == "POST":
+            messages.warning(request, "Confirm your password first; nothing was submitted.")
+        return redirect(f"{reverse('erasure:reauth')}?next={reverse('erasure:submit')}")
+    form = ErasureForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            req = erasure.submit(
+                app_name=form.chosen_app,
+                user_id=form.cleaned_data["user_id"],
+                user_id_again=form.cleaned_data["user_id_again"],
+                ticket=form.cleaned_data["ticket"],
+                reason=form.cleaned_data["reason"],
+                requested_by=request.user,
+            )
+        except erasure.ErasureRefused as exc:
+            form.add_error(None, str(exc))
+        else:
+            # Never the user id in a message: messages live in the session or a cookie.
+            messages.success(request, f"Erasure #{req.pk} submitted.")
+            return redirect("erasure:detail", pk=req.pk)
+    apps = Policy.objects.order_by("app_name").values_list("app_name", flat=True)
+    return render(request, "erasure/submit.html", {"form": form, "apps": apps})
+
+
+@never_cache
+@role_required(COMPLIANCE)
+def reauth(request):
+    next_url = request.POST.get("next") or request.GET.get("next") or reverse("erasure:list")
+    if not url_has_allowed_host_and_scheme(
+        next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        next_url = reverse("erasure:list")
+    form = PasswordCheckForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        if request.user.check_password(form.cleaned_data["password"]):
+            mark_password_checked(request)
+            return redirect(next_url)
+        log.warning("erasure re-authentication failed user=%s", request.user.get_username())
+        form.add_error("password", "That is not your password.")
+    return render(
+        request,
+        "erasure/reauth.html",
+        {"form": form, "next": next_url, "minutes": max(1, max_age() // 60)},
+    )
+
+
+@role_required(COMPLIANCE)
+def detail(request, pk: int):
+    req = get_object_or_404(Request, pk=pk)
+    rows = []
+    for label in STORE_LABELS:
+        p = req.progress.get(label, {})
+        v = req.verification.get(label, {})
+        rows.append({"label": label, **p, "remaining": v.get("remaining")})
+    context = {
+        "req": req,
+        "rows": rows,
+        "total": sum(p.get("deleted", 0) for p in req.progress.values()),
+        "audit": req.audit.all(),
+        "search_index": req.verification.get(erasure.SEARCH_INDEX),
+    }
+    template = "erasure/detail.html#progress" if request.htmx else "erasure/detail.html"
+    return render(request, template, context)
+
+
+@role_required(COMPLIANCE)
+@require_POST
+def retry(request, pk: int):
+    get_object_or_404(Request, pk=pk)
+    try:
+        erasure.retry(pk, actor=request.user.get_username())
+    except erasure.ErasureRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Erasure #{pk} queued again.")
+    return redirect("erasure:detail", pk=pk)
+
+
+@role_required(COMPLIANCE)
+def receipt(request, pk: int):
+    req = get_object_or_404(Request, pk=pk)
+    if req.status != ErasureStatus.VERIFIED or not req.receipt:
+        raise Http404("This request has no receipt: only verified erasures have one.")
+    erasure.audit(
+        req,
+        "receipt_downloaded",
+        actor=request.user.get_username(),
+        at=timezone.now(),
+        detail={"receipt_sha256": req.receipt_sha256},
+    )
+    response = HttpResponse(erasure.receipt_bytes(req.receipt), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="erasure-{req.pk}-receipt.json"'
+    return response

@@ -1,0 +1,236 @@
+"""The personal-data inventory: where a subject's data lives, and where it does not.
+
+Every model of the project (``django.apps.apps.get_models()``) and every Redis key
+family is classified here, either as holding subject data, with how to find one
+subject's rows, or as holding none, with the reason. Erasure (``records.erasure``)
+deletes and verifies exactly the ``SUBJECT_STORES``, in their order; a test fails
+when a model has no classification, so erasure cannot fall behind the schema.
+
+A subject is an end user of the agents: a user id in one app, or in every app.
+Staff accounts are not subjects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from django.apps import apps
+from django.db.models import Model, Q
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Whose data: ``user_id`` in ``app_name``, or in every app when ``app_name`` is None."""
+
+    app_name: str | None
+    user_id: str
+
+    def __post_init__(self) -> None:
+        # The "delete all deletes everyone" bug starts with an empty filter: refuse it here,
+        # where every query of every store is built.
+        if not isinstance(self.user_id, str) or not self.user_id.strip():
+            raise ValueError("An erasure subject needs a non-empty user id.")
+        if self.app_name is not None and not self.app_name.strip():
+            raise ValueError("app_name must be None (all apps) or a non-empty app name.")
+
+    def owner_q(self, prefix: str = "") -> Q:
+        q = Q(**{f"{prefix}user_id": self.user_id})
+        if self.app_name is not None:
+            q &= Q(**{f"{prefix}app_name": self.app_name})
+        return q
+
+
+@dataclass(frozen=True)
+class SubjectStore:
+    """A model holding subject data; ``rows(subject)`` finds exactly that subject's rows."""
+
+    label: str
+    what: str
+    owner_prefix: str = ""  # the path to app_name/user_id, e.g. "session__"
+
+    @property
+    def model(self) -> type[Model]:
+        return apps.get_model(self.label)
+
+    def q(self, subject: Subject) -> Q:
+        return subject.owner_q(self.owner_prefix)
+
+    def rows(self, subject: Subject):
+        return self.model.objects.filter(self.q(subject))
+
+    @property
+    def app_field(self) -> str:
+        return f"{self.owner_prefix}app_name"
+
+    def erase_rows(self, pks: list, subject_hash: str) -> dict[str, int]:
+        """Remove these rows of the subject; returns {model label: rows affected}."""
+        _, per_model = self.model.objects.filter(pk__in=pks).delete()
+        return per_model
+
+
+@dataclass(frozen=True)
+class WorkItemStore(SubjectStore):
+    """Sweeper work items name one user (user_id) or a batch of users (the users list).
+
+    A batch naming the subject is deleted like a per-user item; deleting a planned item
+    also takes it off its run's total (see sweeper.signals), so the run still finishes.
+    """
+
+    def q(self, subject: Subject) -> Q:
+        # The JSON text of the list holds the id as a JSON string: match that exactly
+        # (icontains may also take a batch naming a differently-cased id: erring wide
+        # only drops a batch from this pass; the next pass plans it again).
+        named = Q(kind="users", users__icontains=json.dumps(subject.user_id))
+        if subject.app_name is not None:
+            named &= Q(app_name=subject.app_name)
+        return subject.owner_q() | named
+
+
+@dataclass(frozen=True)
+class PseudonymisedStore(SubjectStore):
+    """Rows that must stay (an append-only log) but must stop naming the subject: the
+    user id is replaced by ``erased:`` and the subject's keyed hash."""
+
+    def erase_rows(self, pks: list, subject_hash: str) -> dict[str, int]:
+        n = self.model.objects.filter(pk__in=pks).pseudonymise_subject(pseudonym(subject_hash))
+        return {self.label: n}
+
+
+def pseudonym(subject_hash: str) -> str:
+    return f"erased:{subject_hash[:24]}"
+
+
+@dataclass(frozen=True)
+class NoSubjectData:
+    label: str
+    why: str
+
+
+@dataclass(frozen=True)
+class RedisFamily:
+    """A family of Redis keys. ``subject_data`` families are erased by ``records.erasure``."""
+
+    name: str
+    pattern: str  # a regular expression over the whole key
+    subject_data: bool
+    why: str
+
+    def matches(self, key: str) -> bool:
+        return re.fullmatch(self.pattern, key, flags=re.DOTALL) is not None
+
+
+# Order matters: memory records first, because enforcement running during an erasure
+# can still write eviction events and regret hashes for records it evicts (those
+# stores come later); events before their sessions, so each is counted and batched.
+SUBJECT_STORES: tuple[SubjectStore, ...] = (
+    SubjectStore(
+        "records.MemoryRecord",
+        "memory records and summaries (a summary merges only the same user's records "
+        "and sessions, so summary_sources never name another subject)",
+    ),
+    SubjectStore("records.EvictionEvent", "eviction log entries (ids, scores, dedupe keys)"),
+    SubjectStore("records.RegretTerm", "keyed hashes of evicted records' terms"),
+    SubjectStore("records.Correction", "'I told you before' reports"),
+    SubjectStore("records.SessionEvent", "ADK session events", owner_prefix="session__"),
+    SubjectStore("records.AgentSession", "ADK sessions and their session-scoped state"),
+    SubjectStore("records.RetiredSession", "tombstones of sessions the sweeper retired"),
+    SubjectStore("records.Artifact", "ADK artifacts, session- and user-scoped, every version"),
+    SubjectStore("records.UserState", "ADK user: state"),
+    SubjectStore("sweeper.PlanEntry", "dry-run report lines (ids, scores, reasons)"),
+    WorkItemStore("sweeper.WorkItem", "sweeper work items naming the user or a batch with it"),
+    PseudonymisedStore(
+        "memadmin.AuditEntry",
+        "staff audit entries about the subject: kept (append-only), the user id replaced "
+        "by 'erased:' and the subject's keyed hash",
+    ),
+)
+
+NO_SUBJECT_DATA: tuple[NoSubjectData, ...] = (
+    NoSubjectData("records.Policy", "per-app eviction configuration"),
+    NoSubjectData("records.PolicyVersion", "history of per-app configuration"),
+    NoSubjectData("records.ImportanceRule", "staff-written rules, per app"),
+    NoSubjectData(
+        "records.AppState",
+        "ADK app: state, shared by every user of an app and keyed by app only; agents must "
+        "not keep personal data in app: keys",
+    ),
+    NoSubjectData("records.DailyCounter", "per app and day counts; no user column"),
+    NoSubjectData("sweeper.Run", "run bookkeeping: kind, app, clock, counts; no user"),
+    NoSubjectData("sweeper.DailyMetric", "per app and day roll-ups; no user column"),
+    NoSubjectData(
+        "erasure.ErasureRequest",
+        "the erasure's own record: the user id in clear only until verified, then cleared "
+        "(the keyed hash stays)",
+    ),
+    NoSubjectData("erasure.ErasureAuditEntry", "holds the request id, never the user id"),
+    NoSubjectData("erasure.ErasureBarrier", "holds the keyed hash of the user id only"),
+    NoSubjectData("auth.User", "staff accounts, not agents' end users"),
+    NoSubjectData("auth.Group", "staff roles"),
+    NoSubjectData("auth.Permission", "schema"),
+    NoSubjectData("contenttypes.ContentType", "schema"),
+    NoSubjectData(
+        "sessions.Session",
+        "staff logins: authentication and the time of the last password check; pages "
+        "never put end-user ids in flash messages",
+    ),
+    NoSubjectData(
+        "admin.LogEntry",
+        "Django admin history; subject-data models are read-only in the admin (a test "
+        "checks it), and the admin only logs changes, so no entry names a subject",
+    ),
+    NoSubjectData("django_celery_beat.PeriodicTask", "schedules; memadmin's tasks take no user"),
+    NoSubjectData("django_celery_beat.PeriodicTasks", "schedule change marker"),
+    NoSubjectData("django_celery_beat.IntervalSchedule", "schedules"),
+    NoSubjectData("django_celery_beat.CrontabSchedule", "schedules"),
+    NoSubjectData("django_celery_beat.SolarSchedule", "schedules"),
+    NoSubjectData("django_celery_beat.ClockedSchedule", "schedules"),
+)
+
+_SEP = "\x1f"
+REDIS_FAMILIES: tuple[RedisFamily, ...] = (
+    RedisFamily(
+        "touch buffer",
+        rf"memadmin:touch:(hits|time|proc:hits|proc:time):.+{_SEP}.+",
+        True,
+        "per (app, user): record ids, hit counts and access times",
+    ),
+    RedisFamily(
+        "touch buffer pending set",
+        r"memadmin:touch:pending",
+        True,
+        "members name (app, user); the subject's member is removed",
+    ),
+    RedisFamily("touch flush lock", r"memadmin:touch:flush-lock", False, "a lock, no data"),
+    RedisFamily(
+        "Celery broker",
+        r"(celery|unacked|unacked_index|unacked_mutex|_kombu\..*|celery-task-meta-.*|celeryev.*)",
+        False,
+        "transient task messages; memadmin's erasure and sweep tasks carry row ids",
+    ),
+)
+
+SUBJECT_REDIS_FAMILIES = tuple(f for f in REDIS_FAMILIES if f.subject_data)
+
+
+def classification() -> dict[str, SubjectStore | NoSubjectData]:
+    out: dict[str, SubjectStore | NoSubjectData] = {}
+    for entry in (*SUBJECT_STORES, *NO_SUBJECT_DATA):
+        if entry.label in out:
+            raise ValueError(f"{entry.label} is classified twice in records.inventory")
+        out[entry.label] = entry
+    return out
+
+
+def unclassified_models() -> list[str]:
+    known = classification()
+    return sorted(
+        m._meta.label
+        for m in apps.get_models(include_auto_created=False)
+        if m._meta.label not in known
+    )
+
+
+def redis_family(key: str) -> RedisFamily | None:
+    return next((f for f in REDIS_FAMILIES if f.matches(key)), None)

@@ -1,0 +1,130 @@
+"""The barrier: nothing read before an erasure brings the subject's data back."""
+
+import threading
+import time
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import connection, connections
+from django.utils import timezone
+
+from erasure.models import ErasureStatus
+from records import erasure, sessions, store
+from records.erasure_guard import ErasedSubjectError, acquire_subject_lock
+from records.locks import user_lock
+from records.memory_service import EvictingMemoryService
+from records.models import MemoryRecord
+
+from ..records.factories import text_event
+from .helpers import OTHER, USER, erase, submit
+
+
+def _session_with_memories(app="pharmacy", user=USER, sid="s1"):
+    session = sessions.create_session(app_name=app, user_id=user, session_id=sid)
+    for text in ("I am allergic to penicillin", "Deliver to 12 Elm Street"):
+        sessions.append_event(session, text_event(text))
+    return sessions.get_session(app_name=app, user_id=user, session_id=sid)
+
+
+@pytest.mark.django_db
+def test_an_ingest_with_a_session_read_before_the_erasure_leaves_nothing_behind():
+    stale = _session_with_memories()  # the agent (or sweeper) read it before the erasure
+    req = erase("pharmacy")
+    assert req.status == ErasureStatus.VERIFIED
+    assert sessions.get_session(app_name="pharmacy", user_id=USER, session_id="s1") is None
+
+    async_to_sync(EvictingMemoryService().add_session_to_memory)(stale)
+
+    assert not MemoryRecord.objects.filter(user_id=USER).exists()
+    found = erasure.verify_subject(erasure.Subject("pharmacy", USER))
+    assert {k: v["remaining"] for k, v in found.items() if v["remaining"]} == {}
+
+
+@pytest.mark.django_db
+def test_an_ingest_that_started_before_the_barrier_is_refused_and_writes_nothing():
+    started = timezone.now()
+    candidates = store.extractor_for("pharmacy").from_events(
+        "pharmacy", USER, "s1", [text_event("I am allergic to penicillin")]
+    )
+    erase("pharmacy")
+    with pytest.raises(ErasedSubjectError, match=r"erasure #\d+") as refused:
+        store.ingest("pharmacy", USER, candidates, started)
+    assert USER not in str(refused.value)
+    assert not MemoryRecord.objects.filter(user_id=USER).exists()
+
+
+@pytest.mark.django_db
+def test_new_data_after_the_erasure_is_kept():
+    erase("pharmacy")
+    fresh = sessions.create_session(app_name="pharmacy", user_id=USER, session_id="s2")
+    sessions.append_event(fresh, text_event("My name is Ana", ts=time.time() + 1))
+    result = EvictingMemoryService()
+    async_to_sync(result.add_session_to_memory)(
+        sessions.get_session(app_name="pharmacy", user_id=USER, session_id="s2")
+    )
+    assert MemoryRecord.objects.filter(user_id=USER, content="My name is Ana").count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope", ["one app", "all apps"])
+def test_a_barrier_covers_its_scope_only(scope):
+    old = [text_event("I am allergic to penicillin", ts=time.time() - 60)]
+    erase("pharmacy" if scope == "one app" else None)
+    now = timezone.now()
+    for app, user, kept in (
+        ("pharmacy", USER, 0),
+        ("pharmacy", OTHER, 1),
+        ("travel", USER, 1 if scope == "one app" else 0),
+    ):
+        candidates = store.extractor_for(app).from_events(app, user, "s9", old)
+        assert store.ingest(app, user, candidates, now).added == kept, (app, user)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_ingest_in_flight_when_the_barrier_is_raised_is_waited_for_and_erased():
+    """PostgreSQL: the barrier waits (subject lock) for an ingest of any app that already
+    passed the check; its records are then erased with the rest."""
+    req = submit(None)
+    inside, release = threading.Event(), threading.Event()
+
+    def in_flight_ingest():
+        try:
+            with user_lock("travel", USER):
+                acquire_subject_lock(USER, exclusive=False)  # as erasure_guard.check does
+                now = timezone.now()
+                MemoryRecord.objects.create(
+                    app_name="travel",
+                    user_id=USER,
+                    content="window seat",
+                    created_at=now,
+                    last_accessed_at=now,
+                )
+                inside.set()
+                assert release.wait(timeout=30)
+        finally:
+            connections.close_all()
+
+    ingest = threading.Thread(target=in_flight_ingest)
+    ingest.start()
+    assert inside.wait(timeout=30)
+    outcome = {}
+    job = threading.Thread(
+        target=lambda: (outcome.setdefault("status", erasure.run(req.pk)), connections.close_all())
+    )
+    job.start()
+    for _ in range(600):  # bounded: until the job waits on the subject lock
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            )
+            if cursor.fetchone()[0]:
+                break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the erasure never waited for the in-flight ingest")
+    release.set()
+    ingest.join(timeout=30)
+    job.join(timeout=60)
+    assert outcome["status"] == ErasureStatus.VERIFIED
+    assert not MemoryRecord.objects.filter(user_id=USER).exists()

@@ -1,0 +1,78 @@
+"""manage.py erase for operators."""
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from erasure.models import ErasureRequest
+
+from .conftest import populate
+from .helpers import USER
+
+pytestmark = pytest.mark.django_db
+
+
+def erase_cmd(*args, **kwargs):
+    out = io.StringIO()
+    call_command("erase", *args, stdout=out, **kwargs)
+    return out.getvalue()
+
+
+def test_erase_wait_runs_verifies_and_writes_the_receipt(tmp_path):
+    populate("pharmacy", USER, "mk1x9q")
+    path = tmp_path / "receipt.json"
+    out = erase_cmd(
+        "--app",
+        "pharmacy",
+        "--user",
+        USER,
+        "--ticket",
+        "DSR-3",
+        "--reason",
+        "Subject request",
+        "--wait",
+        "--no-input",
+        "--receipt",
+        str(path),
+    )
+    req = ErasureRequest.objects.get()
+    assert f"Erasure #{req.pk} submitted: pharmacy, ticket DSR-3" in out
+    assert "records.MemoryRecord" in out and "Verified" in out
+    assert f"Receipt written to {path}" in out
+    receipt = json.loads(path.read_text())
+    assert receipt["request_id"] == req.pk and USER not in path.read_text()
+
+
+def test_erase_without_wait_leaves_it_to_a_worker():
+    out = erase_cmd(
+        "--all-apps",
+        "--user",
+        USER,
+        "--ticket",
+        "DSR-4",
+        "--reason",
+        "Subject request",
+        "--no-input",
+    )
+    assert "A Celery worker will run it" in out
+    assert ErasureRequest.objects.get().status == "submitted"
+
+
+def test_erase_asks_for_the_user_id_again_or_refuses():
+    with pytest.raises(CommandError, match="--no-input"):
+        erase_cmd("--app", "pharmacy", "--user", USER, "--ticket", "T", "--reason", "R")
+    with pytest.raises(CommandError, match="must not contain the user id"):
+        erase_cmd(
+            "--app",
+            "pharmacy",
+            "--user",
+            USER,
+            "--ticket",
+            "T",
+            "--reason",
+            f"for {USER}",
+            "--no-input",
+        )
+    assert not ErasureRequest.objects.exists()

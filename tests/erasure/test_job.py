@@ -1,0 +1,235 @@
+"""The erasure job: complete, scoped to its subject, verified, resumable, not eviction."""
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from erasure.models import ErasureAuditEntry, ErasureBarrier, ErasureRequest, ErasureStatus
+from records import erasure, sessions, touches
+from records.erasure_guard import subject_hash
+from records.inventory import SUBJECT_STORES, Subject
+from records.models import DailyCounter, EvictionEvent, MemoryRecord
+from records.policies import update_policy
+
+from .conftest import fts_terms, populate, redis_entries, rows_mentioning, subject_counts
+from .helpers import OTHER, USER, erase, submit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("scope", ["one app", "all apps"])
+def test_erasure_leaves_nothing_of_the_subject_and_everything_of_everyone_else(scope):
+    """The mem0 "delete all deletes everyone" bug, as a regression test."""
+    erased = populate("pharmacy", USER, "mk1x9q")
+    other_user = populate("pharmacy", OTHER, "mk2x9q")
+    same_user_elsewhere = populate("travel", USER, "mk3x9q")
+    # A user id that contains the subject's, so a prefix or substring match would show.
+    longer_id = populate("pharmacy", USER + "0", "mk4x9q")
+    evictions_before = EvictionEvent.objects.exclude(user_id=USER).count()
+    counters_before = list(DailyCounter.objects.order_by("pk").values())
+
+    req = erase("pharmacy" if scope == "one app" else None)
+
+    assert req.status == ErasureStatus.VERIFIED, req.failure_reason
+    expected = (
+        erased if scope == "one app" else {k: n + same_user_elsewhere[k] for k, n in erased.items()}
+    )
+    assert {k: v["deleted"] for k, v in req.progress.items() if k in erased} == expected
+    assert all(erased.values())  # every store had something to erase
+    assert subject_counts(Subject("pharmacy", USER)) == dict.fromkeys(erased, 0)
+    assert subject_counts(Subject("pharmacy", OTHER)) == other_user
+    assert subject_counts(Subject("pharmacy", USER + "0")) == longer_id
+    if scope == "one app":
+        assert subject_counts(Subject("travel", USER)) == same_user_elsewhere
+    else:
+        assert subject_counts(Subject("travel", USER)) == dict.fromkeys(erased, 0)
+
+    # A scan of every table, not only the stores the inventory names.
+    assert rows_mentioning("mk1x9q") == []
+    assert fts_terms("mk1x9q") == []
+    assert redis_entries("pharmacy", USER) == []
+    leftovers = [
+        (label, row)
+        for label, row in rows_mentioning(USER)
+        if not (
+            row.get("user_id") == USER + "0"
+            or row.get("users") == [USER + "0"]  # a sweeper batch naming the longer id
+            or (scope == "one app" and row.get("app_name") == "travel")
+        )
+    ]
+    assert leftovers == []
+    for marker in ("mk2x9q", "mk4x9q") + (("mk3x9q",) if scope == "one app" else ()):
+        assert rows_mentioning(marker), f"{marker} was erased with the subject"
+        if connection.vendor == "sqlite":
+            assert fts_terms(marker) == [marker]
+    if touches.buffering():
+        assert redis_entries("pharmacy", OTHER)
+        assert redis_entries("pharmacy", USER + "0")
+        assert bool(redis_entries("travel", USER)) == (scope == "one app")
+
+    # Erasure is not eviction: no eviction events, no counters moved.
+    assert EvictionEvent.objects.exclude(user_id=USER).count() == evictions_before
+    assert list(DailyCounter.objects.order_by("pk").values()) == counters_before
+
+
+def test_the_request_keeps_only_the_keyed_hash_once_verified():
+    populate("pharmacy", USER, "mk1x9q")
+    req = erase("pharmacy")
+    assert req.user_id == "" and req.subject_hash == subject_hash(USER)
+    assert ErasureRequest.objects.filter(subject_hash=subject_hash(USER)).count() == 1
+    receipt = json.dumps(req.receipt)
+    audit = json.dumps(list(ErasureAuditEntry.objects.values()), default=str)
+    barrier = json.dumps(list(ErasureBarrier.objects.values()), default=str)
+    for text in (receipt, audit, barrier, req.failure_reason, json.dumps(req.progress)):
+        assert USER not in text
+        assert "mk1x9q" not in text and "penicillin" not in text
+
+
+def test_a_large_subject_is_erased_in_bounded_batches():
+    now = timezone.now()
+    MemoryRecord.objects.bulk_create(
+        [
+            MemoryRecord(
+                app_name="pharmacy",
+                user_id=USER,
+                content=f"note {i}",
+                created_at=now,
+                last_accessed_at=now,
+                tokens=2,
+            )
+            for i in range(20_000)
+        ],
+        batch_size=5000,
+    )
+    populate("pharmacy", OTHER, "mk2x9q")
+    req = erase("pharmacy", batch=1000)
+    assert req.status == ErasureStatus.VERIFIED
+    assert req.progress["records.MemoryRecord"] == {"deleted": 20_000, "batches": 20, "done": True}
+    assert MemoryRecord.objects.filter(user_id=OTHER).exists()
+
+
+def _refuse_deletes_of(table: str):
+    """A fault in the database itself: deleting from ``table`` fails (not a mock)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "CREATE FUNCTION test_disk_on_fire() RETURNS trigger AS $$ BEGIN "
+                "RAISE EXCEPTION 'disk on fire'; END; $$ LANGUAGE plpgsql"
+            )
+            cursor.execute(
+                f"CREATE TRIGGER test_disk_on_fire BEFORE DELETE ON {table} "
+                "FOR EACH ROW EXECUTE FUNCTION test_disk_on_fire()"
+            )
+        else:
+            cursor.execute(
+                f"CREATE TRIGGER test_disk_on_fire BEFORE DELETE ON {table} "
+                "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+            )
+
+    def undo():
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(f"DROP TRIGGER test_disk_on_fire ON {table}")
+                cursor.execute("DROP FUNCTION test_disk_on_fire()")
+            else:
+                cursor.execute("DROP TRIGGER test_disk_on_fire")
+
+    return undo
+
+
+def test_a_failure_midway_is_loud_and_a_retry_resumes_with_exact_counts():
+    expected = populate("pharmacy", USER, "mk1x9q")
+    undo = _refuse_deletes_of("records_userstate")
+    req = erase("pharmacy", batch=2)
+    assert req.status == ErasureStatus.FAILED
+    assert req.failure_reason.startswith("records.UserState: ")
+    assert "disk on fire" in req.failure_reason
+    assert req.user_id == USER  # kept: the retry needs it
+    assert req.progress["records.MemoryRecord"]["done"] is True
+    assert "records.UserState" not in req.progress or not req.progress["records.UserState"]["done"]
+    assert not MemoryRecord.objects.filter(user_id=USER).exists()  # committed batch by batch
+
+    undo()
+    erasure.retry(req.pk, actor="tests", enqueue_job=False)
+    assert erasure.run(req.pk, batch=2) == ErasureStatus.VERIFIED
+    req.refresh_from_db()
+    assert req.attempts == 2
+    assert {k: req.progress[k]["deleted"] for k in expected} == expected
+    actions = list(req.audit.values_list("action", flat=True))
+    assert actions.count("failed") == 1 and actions.count("retried") == 1
+    assert actions.count("barrier_raised") == 1  # the barrier stays up across attempts
+
+
+def test_a_stalled_run_is_handed_on_and_the_stale_run_stops_at_its_next_batch():
+    expected = populate("pharmacy", USER, "mk1x9q")
+    req = submit("pharmacy")
+    now = timezone.now()
+    # A worker that claimed the request and died (no heartbeat since).
+    stale_token = erasure._claim(req.pk, lambda: now, "dead-worker")
+    assert stale_token is not None
+    assert erasure.run(req.pk) == "skipped"  # a re-delivery while the lease is fresh
+    assert erasure.reconcile(now + timedelta(seconds=30)) == []  # lease not over yet
+
+    assert erasure.reconcile(now + erasure.lease() + timedelta(seconds=1)) == [req.pk]
+    stale = erasure._Job(req.pk, stale_token, "dead-worker", timezone.now, 100)
+    with pytest.raises(erasure.LostClaim):
+        stale.erase_store(SUBJECT_STORES[0])
+
+    assert erasure.run(req.pk, task_id="second-worker") == ErasureStatus.VERIFIED
+    req.refresh_from_db()
+    assert {k: req.progress[k]["deleted"] for k in expected} == expected
+    assert req.attempts == 2
+    assert list(req.audit.values_list("action", flat=True))[:4] == [
+        "submitted",
+        "running",
+        "requeued",
+        "resumed",
+    ]
+
+
+def test_data_written_while_the_job_runs_fails_verification_loudly_then_a_retry_erases_it():
+    populate("pharmacy", USER, "mk1x9q")
+    req = submit("pharmacy")
+    token = erasure._claim(req.pk, timezone.now, "t")
+    job = erasure._Job(req.pk, token, "t", timezone.now, 100)
+    job.raise_barrier()
+    for store in SUBJECT_STORES:
+        job.erase_store(store)
+    # The subject opens a new session while the job is still running.
+    sessions.create_session(app_name="pharmacy", user_id=USER, session_id="new-one")
+    job.erase_redis()
+    job.complete()
+    assert job.verify() == ErasureStatus.FAILED
+    req.refresh_from_db()
+    assert "records.AgentSession (1)" in req.failure_reason
+    assert req.verification["records.AgentSession"]["remaining"] == 1
+
+    erasure.retry(req.pk, actor="tests", enqueue_job=False)
+    assert erasure.run(req.pk) == ErasureStatus.VERIFIED
+
+
+def test_policy_tuning_does_not_change_erasure():
+    populate("pharmacy", USER, "mk1x9q")
+    update_policy("pharmacy", {"max_records": 1, "summarise": True, "summarise_min_cluster": 2})
+    req = erase("pharmacy")
+    assert req.status == ErasureStatus.VERIFIED
+    assert not MemoryRecord.objects.filter(user_id=USER).exists()
+    assert not EvictionEvent.objects.exists()  # the manual one went; erasure wrote none
+
+
+def test_an_empty_subject_is_refused_everywhere():
+    with pytest.raises(ValueError, match="non-empty user id"):
+        Subject("pharmacy", "")
+    with pytest.raises(erasure.ErasureRefused):
+        submit("pharmacy", user="")
+    with pytest.raises(erasure.ErasureRefused):
+        submit("pharmacy", user="   ")
+
+
+def test_erasing_a_subject_with_no_data_verifies_with_zero_counts():
+    req = erase(None, user="never-seen-anywhere")
+    assert req.status == ErasureStatus.VERIFIED
+    assert all(p["deleted"] == 0 for p in req.progress.values())

@@ -1,0 +1,182 @@
+"""Erasure pages: compliance only, fresh password, CSRF, htmx progress, receipts."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from erasure.models import ErasureAuditEntry, ErasureRequest
+from erasure.reauth import SESSION_KEY
+from records import erasure
+
+from .conftest import populate
+from .helpers import USER, erase, submit
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "erasure"
+FORM = {
+    "scope": "app",
+    "app_name": "pharmacy",
+    "user_id": USER,
+    "user_id_again": USER,
+    "ticket": "DSR-2002",
+    "reason": "Subject asked for erasure through the support portal",
+}
+
+
+def urls(pk):
+    return [
+        "/erasure/",
+        "/erasure/new/",
+        "/erasure/confirm-password/",
+        f"/erasure/{pk}/",
+        f"/erasure/{pk}/receipt.json",
+    ]
+
+
+@pytest.mark.parametrize("role", ["support", "ops", None])
+def test_other_roles_get_403_and_change_nothing(login, role):
+    req = erase("pharmacy")
+    entries = ErasureAuditEntry.objects.count()
+    client = login(role) if role else login()
+    for url in urls(req.pk):
+        assert client.get(url).status_code == 403, url
+    assert client.post("/erasure/new/", FORM).status_code == 403
+    assert client.post(f"/erasure/{req.pk}/retry/").status_code == 403
+    assert (
+        client.post("/erasure/confirm-password/", {"password": "pw-Secret-123"}).status_code == 403
+    )
+    assert ErasureRequest.objects.count() == 1
+    assert ErasureAuditEntry.objects.count() == entries
+
+
+def test_anonymous_is_sent_to_login(client):
+    response = client.get("/erasure/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def test_submitting_needs_a_recent_password_check(login):
+    client = login("compliance")
+    session = client.session
+    session[SESSION_KEY] = time.time() - 3600  # logged in an hour ago
+    session.save()
+
+    response = client.post("/erasure/new/", FORM)
+    assert response.status_code == 302
+    assert response["Location"] == "/erasure/confirm-password/?next=/erasure/new/"
+    assert not ErasureRequest.objects.exists()
+
+    wrong = client.post("/erasure/confirm-password/", {"password": "nope", "next": "/erasure/new/"})
+    assert wrong.status_code == 200 and "not your password" in wrong.content.decode()
+    offsite = client.post(
+        "/erasure/confirm-password/", {"password": "pw-Secret-123", "next": "https://evil.example/"}
+    )
+    assert offsite["Location"] == "/erasure/"
+    right = client.post(
+        "/erasure/confirm-password/", {"password": "pw-Secret-123", "next": "/erasure/new/"}
+    )
+    assert right["Location"] == "/erasure/new/"
+    assert client.get("/erasure/new/").status_code == 200
+
+
+def test_the_user_id_must_be_typed_twice_the_same(login):
+    client = login("compliance")
+    response = client.post("/erasure/new/", {**FORM, "user_id_again": USER + " "})
+    assert response.status_code == 200
+    assert "does not match" in response.content.decode()
+    assert not ErasureRequest.objects.exists()
+
+
+def test_a_reason_naming_the_user_is_refused(login):
+    client = login("compliance")
+    response = client.post("/erasure/new/", {**FORM, "reason": f"user {USER} asked"})
+    assert "must not contain the user id" in response.content.decode()
+    assert not ErasureRequest.objects.exists()
+
+
+def test_submitting_creates_the_request_and_never_echoes_the_user_id(login):
+    client = login("compliance", username="carol")
+    response = client.post("/erasure/new/", FORM, follow=True)
+    req = ErasureRequest.objects.get()
+    assert response.redirect_chain[-1][0] == f"/erasure/{req.pk}/"
+    assert (req.app_name, req.user_id, req.requested_by_name) == ("pharmacy", USER, "carol")
+    assert [str(m) for m in response.context["messages"]] == [f"Erasure #{req.pk} submitted."]
+    assert client.post("/erasure/new/", {**FORM, "scope": "all", "app_name": ""}).status_code == 302
+    assert ErasureRequest.objects.filter(app_name="").count() == 1
+
+
+def test_every_post_needs_the_csrf_token(make_user):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("carol", "compliance"))
+    assert client.post("/erasure/new/", FORM).status_code == 403
+    assert client.post("/erasure/confirm-password/", {"password": "x"}).status_code == 403
+    assert not ErasureRequest.objects.exists()
+
+
+def test_progress_is_a_polled_partial_until_the_request_is_finished(login):
+    client = login("compliance")
+    populate("pharmacy", USER, "mk1x9q")
+    req = submit("pharmacy")
+    page = client.get(f"/erasure/{req.pk}/").content.decode()
+    assert "<html" in page and 'hx-trigger="every 2s"' in page
+    partial = client.get(f"/erasure/{req.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in partial and 'hx-trigger="every 2s"' in partial
+    assert USER in page  # shown to compliance while the job runs
+
+    erasure.run(req.pk)
+    done = client.get(f"/erasure/{req.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "hx-trigger" not in done
+    assert f"/erasure/{req.pk}/receipt.json" in done
+    assert "records.MemoryRecord" in done
+    assert USER not in client.get(f"/erasure/{req.pk}/").content.decode()  # cleared
+
+
+def test_the_receipt_downloads_as_json_without_the_user_id(login):
+    client = login("compliance", username="carol")
+    populate("pharmacy", USER, "mk1x9q")
+    open_req = submit("pharmacy", user="someone-else")
+    assert client.get(f"/erasure/{open_req.pk}/receipt.json").status_code == 404
+    req = erase("pharmacy")
+    response = client.get(f"/erasure/{req.pk}/receipt.json")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert (
+        response["Content-Disposition"] == f'attachment; filename="erasure-{req.pk}-receipt.json"'
+    )
+    body = response.content.decode()
+    assert USER not in body and "mk1x9q" not in body and "penicillin" not in body
+    receipt = json.loads(body)
+    assert receipt["subject"]["user_id_hmac_sha256"] == req.subject_hash
+    assert receipt["verification"]["passed"] is True
+    assert {s["store"] for s in receipt["stores"]} >= {"records.MemoryRecord", "records.UserState"}
+    assert req.audit.filter(action="receipt_downloaded", actor="carol").count() == 1
+
+
+def test_the_list_finds_requests_by_user_id_through_the_hash(login):
+    client = login("compliance")
+    req = erase("pharmacy")
+    submit("pharmacy", user="someone-else")
+    found = client.get("/erasure/", {"user": USER})
+    assert [r.pk for r in found.context["page"].object_list] == [req.pk]
+    assert len(client.get("/erasure/").context["page"].object_list) == 2
+
+
+def test_a_failed_request_can_be_retried_from_its_page(login):
+    client = login("compliance")
+    req = submit("pharmacy")
+    ErasureRequest.objects.filter(pk=req.pk).update(status="failed", failure_reason="boom")
+    assert client.post(f"/erasure/{req.pk}/retry/").status_code == 302
+    req.refresh_from_db()
+    assert req.status == "submitted"
+    assert client.post(f"/erasure/{req.pk}/retry/", follow=True).status_code == 200
+    assert req.audit.filter(action="retried").count() == 1
+
+
+def test_templates_have_no_inline_scripts_or_styles():
+    for path in TEMPLATES.glob("*.html"):
+        text = path.read_text()
+        for banned in ("<script", "<style", "style=", "onclick=", "onload=", "javascript:"):
+            assert banned not in text, f"{path.name} has {banned}"
