@@ -136,6 +136,15 @@ def claim_item(item_id: int, now: datetime | None = None) -> tuple[WorkItem, str
     return WorkItem.objects.select_related("run").get(id=item_id), token
 
 
+def release_item(item: WorkItem, token: str) -> bool:
+    """Give the claim back (the work rolled back and will be retried)."""
+    return bool(
+        WorkItem.objects.filter(id=item.id, claim_token=token, status=ItemStatus.PLANNED).update(
+            claim_token="", claimed_at=None
+        )
+    )
+
+
 def complete_item(
     item: WorkItem, token: str, status: str, outcome: str = "", stats: dict | None = None
 ) -> bool:

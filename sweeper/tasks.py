@@ -10,7 +10,7 @@ import logging
 from datetime import datetime
 
 from celery import shared_task
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from django.utils import timezone
 
 from records import touches
@@ -68,8 +68,14 @@ def execute_run(run_id: int) -> None:
         transaction.on_commit(lambda: [run_item.delay(i) for i in ids])
 
 
-@shared_task(**LONG_TASK)
-def run_item(item_id: int) -> None:
+# A dropped database connection is not the item's fault: retry it (its transaction
+# rolled back, so nothing is half-done), rather than recording a failure.
+RETRYABLE = (OperationalError, InterfaceError)
+MAX_RETRIES = 5
+
+
+@shared_task(bind=True, max_retries=MAX_RETRIES, **LONG_TASK)
+def run_item(self, item_id: int) -> None:
     claimed = runs.claim_item(item_id)
     if claimed is None:
         return
@@ -77,6 +83,15 @@ def run_item(item_id: int) -> None:
     try:
         outcome, stats = process_item(item)
         runs.complete_item(item, token, ItemStatus.DONE, outcome, stats)
+    except RETRYABLE as exc:
+        close_old_connections()
+        if self.request.retries >= MAX_RETRIES:
+            log.exception("item %s of run %s failed after retries", item_id, item.run_id)
+            runs.complete_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
+            return
+        log.warning("item %s: database connection lost (%s); retrying", item_id, exc)
+        runs.release_item(item, token)
+        raise self.retry(exc=exc, countdown=min(2**self.request.retries, 30)) from exc
     except Exception as exc:
         log.exception("item %s of run %s failed", item_id, item.run_id)
         runs.complete_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
@@ -105,22 +120,23 @@ def run_inline(run: Run, progress=None) -> Run:
 # finds the key taken and creates nothing, so a run happens once per slot.
 
 
-def _slot(now: datetime, fmt: str) -> str:
-    return now.strftime(fmt)
+def _slot(kind: str, now: datetime, seconds: int) -> str:
+    """The schedule slot ``now`` falls in: one run per slot, whoever fires it."""
+    return f"{kind}:{int(now.timestamp()) // seconds * seconds}"
 
 
 @shared_task(ignore_result=True)
-def scheduled_sweep() -> int | None:
+def scheduled_sweep(slot_seconds: int = 86400) -> int | None:
     now = timezone.now()
-    run = runs.create_run(RunKind.SWEEP, as_of=now, schedule_key=f"sweep:{_slot(now, '%Y-%m-%d')}")
+    run = runs.create_run(RunKind.SWEEP, as_of=now, schedule_key=_slot("sweep", now, slot_seconds))
     return run.id if run else None
 
 
 @shared_task(ignore_result=True)
-def scheduled_enforce() -> int | None:
+def scheduled_enforce(slot_seconds: int = 3600) -> int | None:
     now = timezone.now()
     run = runs.create_run(
-        RunKind.ENFORCE, as_of=now, schedule_key=f"enforce:{_slot(now, '%Y-%m-%dT%H')}"
+        RunKind.ENFORCE, as_of=now, schedule_key=_slot("enforce", now, slot_seconds)
     )
     return run.id if run else None
 

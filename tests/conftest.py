@@ -176,6 +176,7 @@ def celery_worker_factory(transactional_db, settings):
         workers.append(worker)
         return worker
 
+    start.env = env
     yield start
     for worker in workers:
         worker.stop()

@@ -1,0 +1,191 @@
+"""Concurrency and dropped connections on PostgreSQL, with real threads and connections."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import OperationalError, connection, connections, transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from records import store
+from records.memory_service import add_session
+from records.models import EvictionEvent, MemoryRecord
+from records.policies import update_policy
+from records.staff import pin_record
+from sweeper import runs, tasks
+from sweeper.models import ItemStatus, RunKind, RunStatus, WorkItem
+
+from ..records.factories import make_records, session
+from ..sweeper.helpers import make_session
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+APP, USER = "pharmacy", "u1"
+
+
+def in_threads(*targets):
+    """Start all targets together; re-raise the first error. Connections closed after."""
+    barrier, errors = threading.Barrier(len(targets)), []
+
+    def wrap(fn):
+        def run():
+            try:
+                barrier.wait(timeout=30)
+                fn()
+            except Exception as exc:  # reported to the test below
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        return run
+
+    threads = [threading.Thread(target=wrap(fn)) for fn in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "deadlock: a thread never finished"
+    if errors:
+        raise errors[0]
+
+
+def test_eight_ingests_a_sweep_and_a_pin_at_once_keep_the_caps_exactly(make_user):
+    update_policy(APP, {"max_records": 40, "max_tokens": 10**6})
+    now = timezone.now()
+    old = make_records(
+        APP, USER, 35, now, importance=0.1, age=timedelta(days=50), accessed_ago=timedelta(days=50)
+    )
+    keep = old[0]
+    make_session(APP, USER, "idle", [f"Order #{i} for metformin" for i in range(5)], idle_days=10)
+    support = make_user("sam", "support")
+
+    def ingest(k):
+        return lambda: add_session(
+            session(
+                [f"My name is Ana, visit {k} line {j}" for j in range(4)]
+                + ["Deliver to 4 Mill Lane"],
+                app=APP,
+                user=USER,
+                id=f"chat-{k}",
+            ),
+            timezone.now(),
+        )
+
+    def sweep():
+        tasks.run_inline(runs.create_run(RunKind.SWEEP, enqueue=False))
+
+    def pin():
+        pin_record(support, APP, USER, keep.id, reason="allergy")
+
+    in_threads(*(ingest(k) for k in range(8)), sweep, pin)
+
+    records = MemoryRecord.objects.filter(app_name=APP, user_id=USER)
+    assert records.count() == 40  # the cap holds exactly: not over, not over-evicted
+    assert records.filter(id=keep.id, pinned=True).exists()
+    assert (
+        not records.values("dedupe_key")
+        .exclude(dedupe_key=None)
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .exists()
+    )
+    # every eviction is logged once, and nothing evicted is still there
+    evicted = list(EvictionEvent.objects.values_list("record_id", flat=True))
+    assert len(evicted) == len(set(evicted))
+    assert not records.filter(id__in=evicted).exists()
+    # 35 + 8*5 + 5 stored, 40 kept: the rest were evicted, none lost without a trace
+    assert records.count() + len(evicted) == 35 + 8 * 5 + 5
+
+
+def backend_pid(holder):
+    """Wait (bounded) until a thread publishes its connection's backend pid."""
+    from ..conftest import wait_until
+
+    return wait_until(lambda: holder.get("pid"), timeout=30, message="the worker's connection")
+
+
+def test_a_dropped_connection_mid_eviction_rolls_back_and_the_retry_succeeds():
+    update_policy(APP, {"max_records": 10})
+    now = timezone.now()
+    records = make_records(APP, USER, 2500, now, importance=0.1)
+    # Equal records rank by id: the victims are the 2490 lowest ids, deleted in chunks of
+    # 1000, so the last victim is deleted last.
+    blocker = records[2489]
+    holder, outcome = {}, {}
+
+    def enforcement():
+        holder["pid"] = connection.cursor().connection.info.backend_pid
+        try:
+            store.enforce(APP, USER, now)
+        except OperationalError as exc:
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        # Hold one victim's row: the enforcement blocks there, after it has logged all
+        # evictions and deleted the first thousands of records, in its transaction.
+        MemoryRecord.objects.select_for_update().filter(id=blocker.id).first()
+        thread = threading.Thread(target=enforcement)
+        thread.start()
+        pid = backend_pid(holder)
+        from ..conftest import wait_until
+
+        with connection.cursor() as cursor:
+            wait_until(lambda: _waiting_on_lock(cursor, pid), message="enforcement to block")
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    thread.join(timeout=60)
+    connections.close_all()
+    assert isinstance(outcome.get("error"), OperationalError)
+    # nothing half-evicted: every record is there, no eviction was logged
+    assert MemoryRecord.objects.filter(user_id=USER).count() == 2500
+    assert EvictionEvent.objects.count() == 0
+    victims = store.enforce(APP, USER, timezone.now())  # the retry
+    assert len(victims) == 2490 and MemoryRecord.objects.count() == 10
+
+
+def _waiting_on_lock(cursor, pid):
+    cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+    row = cursor.fetchone()
+    return row is not None and row[0] == "Lock"
+
+
+def test_a_task_that_loses_its_connection_gives_its_claim_back_and_is_retried():
+    update_policy(APP, {"max_records": 1})
+    make_records(APP, USER, 3, timezone.now())
+    run = runs.create_run(RunKind.ENFORCE, enqueue=False)
+    token = runs.claim_run(run.id)
+    from sweeper.enforce import plan_items
+
+    runs.fan_out(run, token, plan_items(run))
+    item = WorkItem.objects.get(run=run)
+    holder, outcome = {}, {}
+
+    def task():
+        holder["pid"] = connection.cursor().connection.info.backend_pid
+        try:
+            tasks.run_item(item.id)
+        except OperationalError:  # called directly, Celery's retry re-raises the cause
+            outcome["retry"] = True
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        MemoryRecord.objects.select_for_update().filter(user_id=USER).first()
+        thread = threading.Thread(target=task)
+        thread.start()
+        pid = backend_pid(holder)
+        from ..conftest import wait_until
+
+        with connection.cursor() as cursor:
+            wait_until(lambda: _waiting_on_lock(cursor, pid), message="task to block")
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    thread.join(timeout=60)
+    connections.close_all()
+    assert outcome.get("retry")
+    item.refresh_from_db()
+    assert (item.status, item.claim_token, item.claimed_at) == (ItemStatus.PLANNED, "", None)
+    tasks.run_item(item.id)  # the retry
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and MemoryRecord.objects.count() == 1

@@ -1,0 +1,158 @@
+"""Faults with real processes: a Celery worker killed with SIGKILL mid-sweep, again and
+again; two beat processes firing the same schedule.
+
+MEMADMIN_KILL_LOOPS sets the number of kills (3 in CI, where the suite runs twice;
+`make reliability` runs 20).
+"""
+
+import os
+import random
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import pytest
+from django.db.models import Count
+
+from records.models import AgentSession, MemoryRecord, RetiredSession
+from sweeper import runs
+from sweeper.models import Run, RunKind, RunStatus
+
+from ..conftest import wait_until
+from ..sweeper.helpers import make_session
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+KILLS = int(os.environ.get("MEMADMIN_KILL_LOOPS", "3"))
+USERS, SESSIONS_PER_USER, EVENTS = 24, 2, 6
+
+
+def test_a_sweep_survives_its_worker_being_killed_again_and_again(celery_worker_factory, settings):
+    settings.MEMADMIN = {**settings.MEMADMIN, "STALE_CLAIM_SECONDS": 1}
+    rng = random.Random(int(os.environ.get("MEMADMIN_KILL_SEED", "7")))
+    idle = set()
+    for u in range(USERS):
+        for s in range(SESSIONS_PER_USER):
+            sid = f"u{u}-s{s}"
+            make_session(
+                "app",
+                f"u{u}",
+                sid,
+                [f"My name is Ana {sid} fact {k}" for k in range(EVENTS)],
+                idle_days=9,
+            )
+            idle.add(sid)
+    run = runs.create_run(RunKind.SWEEP)
+    kills = 0
+    for _ in range(KILLS):
+        before = Run.objects.get(id=run.id).done
+        worker = celery_worker_factory(concurrency=2, MEMADMIN_STALE_CLAIM_SECONDS=1)
+        progressed = wait_until(
+            lambda before=before: (
+                Run.objects.get(id=run.id).done > before
+                or Run.objects.get(id=run.id).status == RunStatus.DONE
+            ),
+            timeout=120,
+            message="progress",
+        )
+        assert progressed
+        time.sleep(rng.random() * 0.3)  # a random kill point, not a synchronisation
+        worker.kill()
+        kills += 1
+        if Run.objects.get(id=run.id).status == RunStatus.DONE:
+            break
+        # The dead worker's claims go stale after a second; then re-queue its work.
+        wait_until(
+            lambda: (
+                runs.reconcile()["items"] or Run.objects.get(id=run.id).status == RunStatus.DONE
+            ),
+            timeout=60,
+            message="stale claims to be re-queued",
+        )
+    celery_worker_factory(concurrency=2, MEMADMIN_STALE_CLAIM_SECONDS=1)
+    done = wait_until(
+        lambda: (runs.reconcile(), finished(run.id))[1], timeout=300, message="the sweep to finish"
+    )
+
+    present = set(AgentSession.objects.values_list("session_id", flat=True))
+    retired = list(RetiredSession.objects.values_list("session_id", flat=True))
+    lost = idle - present - set(retired)
+    duplicates = (
+        MemoryRecord.objects.values("dedupe_key").annotate(n=Count("id")).filter(n__gt=1).count()
+    )
+    report = (
+        f"kill loop: runs=1 kills={kills} sessions={len(idle)} retired={len(retired)} "
+        f"present={len(present)} lost={len(lost)} duplicate_records={duplicates} "
+        f"attempts={done.attempts}"
+    )
+    print(report)
+    assert done.status == RunStatus.DONE, done.error
+    assert len(retired) == len(set(retired))  # each retired exactly once
+    assert not lost and not (present & set(retired))
+    assert present == set()  # all were idle: the finished sweep retired every one
+    assert duplicates == 0
+    # each retired session was ingested exactly once: EVENTS records apiece
+    per_session = MemoryRecord.objects.values("source_session_id").annotate(n=Count("id"))
+    assert {row["n"] for row in per_session} == {EVENTS}
+    assert per_session.count() == len(idle)
+
+
+def finished(run_id):
+    run = Run.objects.get(id=run_id)
+    return run if run.status in (RunStatus.DONE, RunStatus.FAILED) else None
+
+
+def start_beat(env, schedule_dir):
+    schedule_dir.mkdir()
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memadmin",
+            "beat",
+            "-l",
+            "info",
+            "-s",
+            str(schedule_dir / "beat"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def test_two_beats_running_at_once_fire_each_scheduled_run_once(celery_worker_factory, tmp_path):
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    every, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.create(
+        name="test: enforce every second",
+        interval=every,
+        task="sweeper.tasks.scheduled_enforce",
+        kwargs='{"slot_seconds": 1}',
+    )
+    worker = celery_worker_factory(concurrency=2)
+    beats = [start_beat(celery_worker_factory.env, tmp_path / f"b{i}") for i in range(2)]
+    try:
+        wait_until(
+            lambda: Run.objects.filter(kind=RunKind.ENFORCE).count() >= 6,
+            timeout=120,
+            message="six scheduled runs",
+        )
+    finally:
+        for beat in beats:
+            os.killpg(beat.pid, 9)
+            beat.wait(timeout=30)
+    scheduled = Run.objects.filter(kind=RunKind.ENFORCE)
+    keys = list(scheduled.values_list("schedule_key", flat=True))
+    assert len(keys) == len(set(keys))  # one run per slot
+    first, last = scheduled.order_by("created_at").first(), scheduled.order_by("created_at").last()
+    span = (last.created_at - first.created_at) / timedelta(seconds=1)
+    # Two beats each firing every second would make ~2 runs a second; one run per slot
+    # means at most one per elapsed second (plus the first).
+    assert len(keys) <= span + 2, (len(keys), span)
+    assert worker.proc.poll() is None
