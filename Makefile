@@ -7,7 +7,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.14 python3; do \
 	>/dev/null 2>&1 && { echo $$p; break; }; done)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format setup bench clean
+.PHONY: run test lint format setup bench clean reliability
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "memadmin needs Python 3.12 or newer (Django 6); none found on PATH." >&2; exit 1; fi
@@ -25,6 +25,13 @@ run: $(STAMP)
 test: $(STAMP)
 	SECRET_KEY="$${SECRET_KEY:-$$($(VENV)/bin/python -c 'import secrets; print(secrets.token_urlsafe(50))')}" \
 		$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# The long fault loop: kill -9 the sweep's worker 20 times (CI runs 3). Needs PostgreSQL +
+# Redis for the production shape, e.g. DATABASE_URL=... CELERY_BROKER_URL=... make reliability
+reliability: $(STAMP)
+	MEMADMIN_KILL_LOOPS=$${MEMADMIN_KILL_LOOPS:-20} \
+	SECRET_KEY="$${SECRET_KEY:-$$($(VENV)/bin/python -c 'import secrets; print(secrets.token_urlsafe(50))')}" \
+		$(VENV)/bin/python -m pytest tests/reliability/test_processes.py -s -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

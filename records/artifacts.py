@@ -36,6 +36,7 @@ from pydantic_core import to_jsonable_python
 from .locks import acquire_user_lock
 from .models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX, Artifact
 from .sessions import validate_id
+from .storable import storable
 
 USER_NAMESPACE = "user:"
 FILENAME_MAX = Artifact._meta.get_field("filename").max_length
@@ -135,10 +136,13 @@ def _mime_type(part: types.Part, app_name: str, user_id: str, session_id: str | 
 def _split_part(part: types.Part) -> tuple[dict[str, Any], bytes | None]:
     """(the Part as JSON without its inline bytes, the inline bytes)."""
     if part.inline_data is None or part.inline_data.data is None:
-        return part.model_dump(mode="json", exclude_none=True), None
+        return storable(part.model_dump(mode="json", exclude_none=True), what="an artifact"), None
     blob = part.inline_data.model_copy(update={"data": None})
     rest = part.model_copy(update={"inline_data": blob})
-    return rest.model_dump(mode="json", exclude_none=True), bytes(part.inline_data.data)
+    return (
+        storable(rest.model_dump(mode="json", exclude_none=True), what="an artifact"),
+        bytes(part.inline_data.data),
+    )
 
 
 def _part_of(row: Artifact) -> types.Part:
@@ -156,7 +160,7 @@ def _json_metadata(custom_metadata: dict[str, Any] | None) -> dict[str, Any]:
             f"custom_metadata must be a dict, not {type(custom_metadata).__name__}."
         )
     try:
-        return to_jsonable_python(copy.deepcopy(custom_metadata))
+        return storable(to_jsonable_python(copy.deepcopy(custom_metadata)), what="metadata")
     except Exception as exc:  # pydantic_core raises its own serialisation errors
         raise InputValidationError(
             f"custom_metadata must be JSON-serialisable (strings, numbers, lists, dicts, "

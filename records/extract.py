@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from . import rules as pure_rules
 from .models import ImportanceSource
+from .storable import storable, storable_text
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,8 @@ class Candidate:
 
 
 def clean_text(text: str) -> str:
-    """Make text storable everywhere: no NUL (PostgreSQL refuses it), no lone surrogates."""
-    text = text.replace("\x00", "")
-    text = text.encode("utf-8", "replace").decode("utf-8")
+    """Make text storable everywhere (no NUL, no lone surrogates) and bounded in size."""
+    text = storable_text(text)
     if len(text) > MAX_CONTENT_CHARS:
         text = text[: MAX_CONTENT_CHARS - len(TRUNCATION_MARK)] + TRUNCATION_MARK
     return text
@@ -218,6 +218,6 @@ def _json_safe(metadata: Mapping | None) -> dict:
     if not metadata:
         return {}
     try:
-        return dict(to_jsonable_python(dict(metadata), fallback=str))
+        return storable(dict(to_jsonable_python(dict(metadata), fallback=str)), what="metadata")
     except Exception:
         return {}

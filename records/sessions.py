@@ -46,6 +46,7 @@ from .models import (
     SessionEvent,
     UserState,
 )
+from .storable import storable
 
 EVENT_ID_MAX = SessionEvent._meta.get_field("event_id").max_length
 INVOCATION_ID_MAX = SessionEvent._meta.get_field("invocation_id").max_length
@@ -254,7 +255,7 @@ def create_session(
     session_id = platform_uuid.new_uuid() if session_id is None else _clean_session_id(session_id)
     if state is not None and not isinstance(state, dict):
         raise ValueError(f"state must be a dict of key -> value, not {type(state).__name__}.")
-    deltas = extract_json_safe_state_delta(state or {})
+    deltas = storable(extract_json_safe_state_delta(state or {}), what="session state")
     now = platform_time.get_time() if now is None else now
 
     with transaction.atomic():
@@ -363,7 +364,8 @@ def append_event(session: Session, event: Event) -> Event:
     _check_owner(session.app_name, session.user_id)
     validate_id("session_id", session.id, SESSION_ID_MAX)
     _check_event_columns(event)
-    as_delivered = event.model_dump(mode="json", exclude_none=True)
+    # PostgreSQL cannot store NUL or lone surrogates: they become U+FFFD (records.storable).
+    as_delivered = storable(event.model_dump(mode="json", exclude_none=True), what="an event")
 
     with transaction.atomic():
         acquire_user_lock(session.app_name, session.user_id)
@@ -380,7 +382,9 @@ def append_event(session: Session, event: Event) -> Event:
 
         _apply_temp_state(session, event)
         _trim_temp_delta(event)
-        deltas = extract_json_safe_state_delta(event.actions.state_delta or {})
+        deltas = storable(
+            extract_json_safe_state_delta(event.actions.state_delta or {}), what="a state delta"
+        )
         _update_state_row(AppState, deltas["app"], app_name=row.app_name)
         _update_state_row(UserState, deltas["user"], app_name=row.app_name, user_id=row.user_id)
         last = SessionEvent.objects.filter(session=row).aggregate(p=Max("position"))["p"]
@@ -392,7 +396,7 @@ def append_event(session: Session, event: Event) -> Event:
             author=event.author or "",
             timestamp=event.timestamp,
             is_compaction=event.actions.compaction is not None,
-            data=event.model_dump(mode="json", exclude_none=True),
+            data=storable(event.model_dump(mode="json", exclude_none=True), what="an event"),
         )
         if deltas["session"]:
             row.state = {**row.state, **deltas["session"]}

@@ -337,8 +337,7 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
     no rule matches. Rules can add pins but rescoring never removes one: a pin is a
     promise, and only a person takes it back.
     """
-    if user_id is not None:
-        check_scope(app_name, user_id)
+    check_scope(app_name, user_id if user_id is not None else "-")
     rules = active_rules(app_name)
     users = (
         [user_id]

@@ -49,7 +49,17 @@ def page(browser_settings, monkeypatch):
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.js_errors = errors
+        # Every page must work under the Content-Security-Policy: the browser reports each
+        # refused script, style or connection on the console.
+        violations: list[str] = []
+        page.on(
+            "console",
+            lambda msg: (
+                violations.append(msg.text) if "Content Security Policy" in msg.text else None
+            ),
+        )
         yield page
+        assert violations == [], "CSP violations:\n" + "\n".join(violations)
         # While Playwright's loop runs, Django keeps this thread's connections apart
         # (asgiref's context-local storage); close them here, or they outlive the test.
         connections.close_all()

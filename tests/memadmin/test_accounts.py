@@ -1,6 +1,7 @@
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.test import RequestFactory
 
 from memadmin.roles import has_role
 
@@ -17,7 +18,8 @@ def test_start_setup_only_creates_role_accounts_with_printed_passwords(capsys):
             passwords[parts[0]] = parts[1]
     assert set(passwords) == {"support", "ops", "compliance"}
     for username, password in passwords.items():
-        user = authenticate(username=username, password=password)
+        request = RequestFactory().post("/login/")
+        user = authenticate(request, username=username, password=password)
         assert user is not None and has_role(user, username)
         assert not has_role(user, *({"support", "ops", "compliance"} - {username}))
     # Passwords are generated, never a fixed default

@@ -1,0 +1,43 @@
+"""Text PostgreSQL can store: it refuses NUL characters and lone UTF-16 surrogates in
+text and JSON. They are replaced by U+FFFD (the replacement character), on every
+database alike, so stored data reads back the same everywhere; anything else is kept
+exactly. The replacement is logged, never silent.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def storable_text(text: str) -> str:
+    return _UNSTORABLE.sub(REPLACEMENT, text)
+
+
+def storable(value: Any, *, what: str = "value") -> Any:
+    """``value`` (JSON data) with unstorable characters replaced in every string."""
+    changed = False
+
+    def clean(v):
+        nonlocal changed
+        if isinstance(v, str):
+            if _UNSTORABLE.search(v):
+                changed = True
+                return storable_text(v)
+            return v
+        if isinstance(v, dict):
+            return {clean(k): clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    out = clean(value)
+    if changed:
+        log.warning("%s held NUL or invalid UTF-16 characters; stored as U+FFFD", what)
+    return out
