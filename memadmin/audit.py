@@ -15,7 +15,16 @@ RECORD_PIN = "record.pin"
 RECORD_UNPIN = "record.unpin"
 RECORD_IMPORTANCE = "record.importance"
 POLICY_UPDATE = "policy.update"
-ACTIONS = (RECORD_PIN, RECORD_UNPIN, RECORD_IMPORTANCE, POLICY_UPDATE)
+RUN_START = "run.start"
+PLAN_APPLY = "plan.apply"
+ACTIONS = (
+    RECORD_PIN,
+    RECORD_UNPIN,
+    RECORD_IMPORTANCE,
+    POLICY_UPDATE,
+    RUN_START,
+    PLAN_APPLY,
+)
 
 # Keys under which content would travel (record text, ADK parts, summaries).
 CONTENT_KEYS = frozenset({"content", "text", "parts", "data", "summary", "compacted_content"})

@@ -10,5 +10,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("audit/", views.audit_log, name="audit"),
     path("", include("records.urls")),
+    path("", include("sweeper.urls")),
     path("", include("memadmin.home_urls")),
 ]
