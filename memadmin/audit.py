@@ -15,6 +15,8 @@ RECORD_PIN = "record.pin"
 RECORD_UNPIN = "record.unpin"
 RECORD_IMPORTANCE = "record.importance"
 POLICY_UPDATE = "policy.update"
+RULE_CHANGE = "rule.change"
+RECORDS_RESCORE = "records.rescore"
 RUN_START = "run.start"
 PLAN_APPLY = "plan.apply"
 ACTIONS = (
@@ -22,6 +24,8 @@ ACTIONS = (
     RECORD_UNPIN,
     RECORD_IMPORTANCE,
     POLICY_UPDATE,
+    RULE_CHANGE,
+    RECORDS_RESCORE,
     RUN_START,
     PLAN_APPLY,
 )
