@@ -2,7 +2,9 @@
 the count never grows with the number of users, records, sessions or events."""
 
 from .overview import (
+    Rollups,
     Spread,
+    daily_rollups,
     eviction_reasons,
     evictions_per_day,
     growth_per_week,
@@ -32,11 +34,13 @@ from .users import USER_SORTS, UserRow, natural_descending, user_page
 __all__ = [
     "USER_SORTS",
     "EffectiveRules",
+    "Rollups",
     "ScoredRow",
     "Spread",
     "UserRow",
     "app_session_counts",
     "artifacts_for_session",
+    "daily_rollups",
     "decide_sample",
     "effective_rules",
     "eviction_reasons",
