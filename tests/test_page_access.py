@@ -1,6 +1,7 @@
 """Every page: anonymous visitors go to the login page, staff without a role get 403,
 and each of the three roles (and superusers) can look."""
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -96,3 +97,14 @@ def test_the_nav_marks_the_sweeps_and_rules_pages(login, pages):
     ):
         content = client.get(url).content.decode()
         assert f'href="{url}" aria-current="page">{label}</a>' in content
+
+
+def test_no_page_has_inline_script_style_or_event_handlers(login, pages):
+    urls, _ = pages
+    client = login("ops", "support", "compliance", username="all-roles")
+    for url in urls[1:]:
+        content = client.get(url).content.decode()
+        scripts = re.findall(r"<script(?P<attrs>[^>]*)>", content)
+        assert all("src=" in a or 'type="application/json"' in a for a in scripts), url
+        assert " style=" not in content and "hx-on" not in content, url
+        assert not re.search(r"\son[a-z]+=", content), url
