@@ -67,11 +67,11 @@ def start(request):
     """Dry-runs start at once; a real run is reviewed first (step=confirm starts it)."""
     dry_run = request.POST.get("mode") != "real"
     form = _start_form(request.POST, dry_run=dry_run)
-    forms = {"dry_form" if dry_run else "real_form": form}
+    bound = {"dry_form" if dry_run else "real_form": form}
     if not form.is_valid():
-        return _list_page(request, **forms, status=422)
+        return _list_page(request, **bound, status=422)
     if not dry_run and request.POST.get("step") != "confirm":
-        return _list_page(request, **forms, confirm=_confirm_text(form))
+        return _list_page(request, **bound, confirm=_confirm_text(form))
     run = staff.start_run(
         request.user,
         form.cleaned_data["kind"],
