@@ -1,10 +1,11 @@
-"""Take the README's screenshots: the overview and a user page, on fresh demo data.
+"""Take the README's screenshots: the overview, a user page and a dry-run's report, on
+fresh demo data.
 
     .venv/bin/python docs/screenshots.py
 
 Builds a throwaway SQLite database with records.demo.seed, starts the development
 server on it, drives headless Chromium (Debian's binary) through Playwright, and writes
-docs/screenshots/overview.png and docs/screenshots/user.png. Not part of the tests.
+docs/screenshots/overview.png, user.png and sweep.png. Not part of the tests.
 """
 
 from __future__ import annotations
@@ -78,7 +79,14 @@ def shoot(base: str, password: str) -> None:
         page.fill("#id_password", password)
         page.click("button[type=submit]")
         expect(page.locator("h1")).to_have_text("Overview")
-        for figure in ("records-figure", "tokens-figure"):
+        for figure in (
+            "records-figure",
+            "tokens-figure",
+            "evictions-figure",
+            "forgot-figure",
+            "sweeps-figure",
+            "growth-figure",
+        ):
             expect(page.locator(f'[data-figure="{figure}"] svg.main-svg').first).to_be_visible()
         page.screenshot(path=OUT / "overview.png", full_page=True)
 
@@ -88,6 +96,12 @@ def shoot(base: str, password: str) -> None:
         page.fill("#id_max_records", "494")
         expect(page.locator("#preview .verdict")).to_contain_text("4 records")
         page.screenshot(path=OUT / "user.png")
+
+        # The demo's dry-run sweep of the pharmacy app: what would go, and why.
+        page.goto(base + "/sweeps/")
+        page.locator("#run-table tr", has_text="dry-run").get_by_role("link").first.click()
+        expect(page.locator("#report-table .badge.record_cap").first).to_be_visible()
+        page.screenshot(path=OUT / "sweep.png")
         browser.close()
 
 
@@ -115,7 +129,7 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=15)
-    print(f"Wrote {OUT / 'overview.png'} and {OUT / 'user.png'}")
+    print(f"Wrote {OUT / 'overview.png'}, {OUT / 'user.png'} and {OUT / 'sweep.png'}")
 
 
 if __name__ == "__main__":

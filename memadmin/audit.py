@@ -15,7 +15,20 @@ RECORD_PIN = "record.pin"
 RECORD_UNPIN = "record.unpin"
 RECORD_IMPORTANCE = "record.importance"
 POLICY_UPDATE = "policy.update"
-ACTIONS = (RECORD_PIN, RECORD_UNPIN, RECORD_IMPORTANCE, POLICY_UPDATE)
+RULE_CHANGE = "rule.change"
+RECORDS_RESCORE = "records.rescore"
+RUN_START = "run.start"
+PLAN_APPLY = "plan.apply"
+ACTIONS = (
+    RECORD_PIN,
+    RECORD_UNPIN,
+    RECORD_IMPORTANCE,
+    POLICY_UPDATE,
+    RULE_CHANGE,
+    RECORDS_RESCORE,
+    RUN_START,
+    PLAN_APPLY,
+)
 
 # Keys under which content would travel (record text, ADK parts, summaries).
 CONTENT_KEYS = frozenset({"content", "text", "parts", "data", "summary", "compacted_content"})

@@ -30,6 +30,9 @@ REASON_COLOURS = {
 }
 BAR = "#2f5bd3"
 CAP = "#b42318"
+REGRET = "#f79009"
+FORGOT = "#b42318"
+SWEEPS = "#12b76a"
 
 
 def _layout(fig: go.Figure, *, x_title: str, y_title: str) -> None:
@@ -97,4 +100,80 @@ def per_user_against_cap(
         annotation_position="top right",
     )
     _layout(fig, x_title=f"{what} per user", y_title="users")
+    return figure_data(fig)
+
+
+def _iso(days: Sequence[date]) -> list[str]:
+    return [d.isoformat() for d in days]
+
+
+def forgot_and_regret(
+    days: Sequence[date],
+    forgot_rate: Sequence[float | None],
+    regret_hits: Sequence[int | None],
+) -> dict | None:
+    """Regret hits per day (bars) and the forgot-something rate (line, right axis).
+
+    None marks a day without a roll-up (a gap, not a zero). None when no day has one.
+    """
+    if all(v is None for v in (*forgot_rate, *regret_hits)):
+        return None
+    x = _iso(days)
+    fig = go.Figure()
+    fig.add_bar(
+        x=x,
+        y=list(regret_hits),
+        name="regret hits",
+        marker_color=REGRET,
+        hovertemplate="%{x}: %{y} regret hits<extra></extra>",
+    )
+    fig.add_scatter(
+        x=x,
+        y=list(forgot_rate),
+        name="corrections per 1,000 sessions",
+        yaxis="y2",
+        mode="lines+markers",
+        line={"color": FORGOT, "width": 2},
+        connectgaps=False,
+        hovertemplate="%{x}: %{y:.1f} per 1,000 sessions<extra></extra>",
+    )
+    _layout(fig, x_title="day", y_title="regret hits")
+    fig.update_layout(
+        margin={"l": 56, "r": 64, "t": 24, "b": 48},
+        yaxis={"rangemode": "tozero"},
+        yaxis2={
+            "title": {"text": "per 1,000 sessions"},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+        },
+    )
+    return figure_data(fig)
+
+
+def sweeps_per_day(days: Sequence[date], sweeps: Sequence[int | None]) -> dict | None:
+    """Real sweeps finished per day. None when no day has a roll-up."""
+    if all(v is None for v in sweeps):
+        return None
+    fig = go.Figure()
+    fig.add_bar(x=_iso(days), y=list(sweeps), name="sweeps", marker_color=SWEEPS)
+    _layout(fig, x_title="day", y_title="sweeps run")
+    fig.update_layout(yaxis={"rangemode": "tozero", "dtick": 1})
+    return figure_data(fig)
+
+
+def records_added_per_week(weeks: Sequence[date], added: Sequence[int | None]) -> dict | None:
+    """Records added per week (Monday first), from the daily roll-ups. None without any."""
+    if all(v is None for v in added):
+        return None
+    fig = go.Figure()
+    fig.add_bar(
+        x=_iso(weeks),
+        y=list(added),
+        name="records added",
+        marker_color=BAR,
+        hovertemplate="week of %{x}: %{y} records added<extra></extra>",
+    )
+    _layout(fig, x_title="week of", y_title="records added")
     return figure_data(fig)

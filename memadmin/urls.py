@@ -11,5 +11,6 @@ urlpatterns = [
     path("audit/", views.audit_log, name="audit"),
     path("", include("records.urls")),
     path("erasure/", include("erasure.urls")),
+    path("", include("sweeper.urls")),
     path("", include("memadmin.home_urls")),
 ]

@@ -9,21 +9,28 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 from google.adk.events.event import Event
+from google.adk.sessions.session import Session
 from google.genai import types
 
+from . import feedback, store
+from .memory_service import add_session
 from .models import (
     AgentSession,
     AppState,
     Artifact,
+    Correction,
+    DailyCounter,
     EvictionEvent,
+    ImportanceRule,
     MemoryRecord,
     Policy,
     PolicyVersion,
+    RegretTerm,
     RetiredSession,
     SessionEvent,
     UserState,
@@ -102,6 +109,7 @@ class DemoStats:
     records: int = 0
     sessions: int = 0
     events: int = 0
+    history_days: int = 0
 
 
 def _fill(rng: random.Random, template: str, now: datetime) -> str:
@@ -322,6 +330,11 @@ def _add_sessions(rng, app, user, now, count) -> tuple[int, int]:
 
 
 def clear_demo() -> None:
+    from sweeper.models import DailyMetric, Run
+
+    # An applied plan protects its dry-run: delete the applying runs first.
+    Run.objects.filter(plan__app_name__in=DEMO_APPS).delete()
+    Run.objects.filter(app_name__in=DEMO_APPS).delete()
     for model in (
         MemoryRecord,
         AgentSession,
@@ -332,6 +345,11 @@ def clear_demo() -> None:
         RetiredSession,
         Policy,
         PolicyVersion,
+        Correction,
+        DailyCounter,
+        RegretTerm,
+        DailyMetric,
+        ImportanceRule,
     ):
         model.objects.filter(app_name__in=DEMO_APPS).delete()
 
@@ -341,8 +359,15 @@ def demo_present() -> bool:
 
 
 @transaction.atomic
-def seed(*, seed: int = 42, users_per_app: int = 14, now: datetime | None = None) -> DemoStats:
-    """Create the demo apps, users, records and sessions. Call clear_demo() first to redo."""
+def seed(
+    *,
+    seed: int = 42,
+    users_per_app: int = 14,
+    now: datetime | None = None,
+    history_days: int = 14,
+) -> DemoStats:
+    """Create the demo apps, users, records and sessions, and ``history_days`` days of
+    history for the charts (see ``seed_history``). Call clear_demo() first to redo."""
     now = now or timezone.now()
     rng = random.Random(seed)
     stats = DemoStats()
@@ -354,7 +379,16 @@ def seed(*, seed: int = 42, users_per_app: int = 14, now: datetime | None = None
         {"max_records": 200, "max_tokens": 15_000, "session_idle_days": 14},
         note="demo: tighter caps",
     )
+    # A staff rule of one app, so the Rules page shows an override next to the defaults.
+    ImportanceRule.objects.create(
+        app_name=TRAVEL,
+        name="loyalty",
+        pattern=r"\b(?:gold|platinum) (?:member|tier|card)\b",
+        importance=0.7,
+        category="identity",
+    )
     stats.apps = len(DEMO_APPS)
+    users: dict[str, dict[str, int]] = {app: {} for app in DEMO_APPS}  # user -> records
 
     records = pharmacy_customer_records(now, rng)
     stats.users += 1
@@ -364,6 +398,7 @@ def seed(*, seed: int = 42, users_per_app: int = 14, now: datetime | None = None
             user = f"{app.split('-')[0][:4]}-user-{i:03d}"
             size = rng.choice([5, 20, 60, 120, 180, 240, 420, 520])
             records.extend(_random_record(rng, app, user, now) for _ in range(size))
+            users[app][user] = size
             s, e = _add_sessions(rng, app, user, now, rng.randint(1, 4))
             stats.users += 1
             stats.sessions += s
@@ -374,4 +409,141 @@ def seed(*, seed: int = 42, users_per_app: int = 14, now: datetime | None = None
     UserState.objects.get_or_create(
         app_name=PHARMACY, user_id=PHARMACY_CUSTOMER, defaults={"state": {"language": "en"}}
     )
+    if history_days:
+        history = seed_history(now, users, seed=seed, days=history_days)
+        stats.users += history.users
+        stats.records += history.records
+        stats.history_days = history_days
     return stats
+
+
+# --- history: two weeks of traffic, enforcement, feedback and roll-ups -------------------
+
+# Users who talk every day and sit at their cap, so each day's new memories evict old ones.
+REGULARS_PER_APP = 3
+# Other users with a conversation on a given day (they stay under their caps).
+OTHERS_PER_DAY = 2
+# A note the regulars have, which evicted, an agent later searches for again.
+REGRET_NOTE = "Asked about opening hours of the {city} branch."
+REGRET_QUERY = "what are the opening hours of the branch"
+# The day (days before now) on which a user of each app had to repeat something.
+CORRECTION_DAYS = {PHARMACY: 10, TRAVEL: 6, BANK: 3}
+
+
+@dataclass
+class HistoryStats:
+    users: int = 0
+    records: int = 0
+    sessions: int = 0
+
+
+def _history_session(rng, app: str, user: str, sid: str, when: datetime) -> Session:
+    """A short real ADK conversation: a few things the user says, the agent's small talk."""
+    events, ts = [], when.timestamp()
+    for i in range(rng.randint(2, 4)):
+        category = rng.choices(CATEGORIES, weights=[1, 2, 1, 3, 2, 6])[0]
+        for author, text in (
+            ("user", _fill(rng, rng.choice(category[3]), when)),
+            ("support_agent", "Noted, thank you. Anything else?"),
+        ):
+            ts += rng.uniform(5, 60)
+            events.append(
+                Event(
+                    id=str(uuid.UUID(int=rng.getrandbits(128))),
+                    invocation_id=f"inv-{sid}-{i}",
+                    author=author,
+                    content=types.Content(
+                        role="user" if author == "user" else "model",
+                        parts=[types.Part(text=text)],
+                    ),
+                    timestamp=ts,
+                )
+            )
+    return Session(id=sid, app_name=app, user_id=user, events=events, last_update_time=ts)
+
+
+def seed_history(
+    now: datetime, users: dict[str, dict[str, int]], *, seed: int = 42, days: int = 14
+) -> HistoryStats:
+    """``days`` days of real traffic before ``now``, then the day's metric roll-ups.
+
+    Each past day, through the same services agents use, at that day's time: a few
+    regular users (at their cap) and others have a conversation ingested, which
+    enforces the policy then (so old notes are evicted that day); an agent searches
+    for a note evicted earlier (a regret hit) and some users report having to repeat
+    themselves (corrections). Each finished day is rolled up (``rollup_day``). Then,
+    today: one real sweep of the bank app, one dry-run sweep of the pharmacy app to
+    review on the Sweeps page, and today's roll-up. Deterministic for a given seed.
+
+    ``users`` maps each app's demo users to their number of records; only users well
+    under the cap join the regulars, so the users left over a cap stay over it.
+    """
+    from sweeper import runs
+    from sweeper.metrics import rollup_day
+    from sweeper.models import RunKind
+    from sweeper.tasks import run_inline
+
+    rng = random.Random(seed * 7919 + 1)  # apart from the base data's stream
+    out = HistoryStats()
+    regulars: dict[str, list[str]] = {}
+    base = []
+    policies = {app: policy_for(app) for app in DEMO_APPS}
+    for app in DEMO_APPS:
+        policy = policies[app]
+        count = min(REGULARS_PER_APP, len(users.get(app, [])))
+        regulars[app] = [f"{app.split('-')[0][:4]}-regular-{i}" for i in range(count)]
+        for user in regulars[app]:
+            notes = [
+                _record(
+                    rng,
+                    app,
+                    user,
+                    now,
+                    category="other",
+                    importance=0.2,
+                    pinned=False,
+                    template=REGRET_NOTE,
+                    age_days=rng.uniform(60, 200),
+                    accessed_days_ago=rng.uniform(40, 60),
+                    hits=0,
+                )
+                for _ in range(6)
+            ]
+            rest = policy.max_records - 2 - len(notes)
+            base.extend(notes)
+            base.extend(_random_record(rng, app, user, now, max_age_days=300) for _ in range(rest))
+            out.users += 1
+    MemoryRecord.objects.bulk_create(base, batch_size=2000)
+    out.records = len(base)
+
+    for k in range(days, 0, -1):
+        day = (now - timedelta(days=k)).date()
+        start = datetime.combine(day, time(9, 0), tzinfo=UTC)
+        for app in DEMO_APPS:
+            cap = policies[app].max_records
+            others = [u for u, size in users.get(app, {}).items() if size < cap * 0.8]
+            talking = regulars[app] + rng.sample(others, min(OTHERS_PER_DAY, len(others)))
+            for n, user in enumerate(talking):
+                when = start + timedelta(minutes=40 * n + rng.randint(0, 30))
+                add_session(_history_session(rng, app, user, f"{user}-d{k}", when), when)
+                out.sessions += 1
+            if regulars[app] and k % 2 == 0:  # an agent looks for a note evicted earlier
+                store.note_regret(app, regulars[app][0], REGRET_QUERY, start + timedelta(hours=6))
+            if regulars[app] and k == CORRECTION_DAYS[app]:  # a user had to repeat something
+                feedback.report_correction(
+                    app,
+                    regulars[app][-1],
+                    start + timedelta(hours=7),
+                    about=REGRET_QUERY,
+                )
+        rollup_day(day, now)
+
+    today = []
+    if users.get(BANK):
+        today.append(runs.create_run(RunKind.SWEEP, app_name=BANK, enqueue=False))
+    if users.get(PHARMACY):
+        today.append(runs.create_run(RunKind.SWEEP, app_name=PHARMACY, dry_run=True, enqueue=False))
+    for run in today:
+        run_inline(run)
+    rollup_day(now.date(), now)
+    return out

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django import forms
 
-from .models import POLICY_FIELDS, Policy
+from .models import POLICY_FIELDS, ImportanceRule, Policy
 from .policy import PolicyError, PolicyParams
 from .selectors.sessions import SESSION_STATES
 
@@ -128,3 +128,97 @@ class SessionFilterForm(forms.Form):
         required=False, choices=[("", "idle and active"), *[(s, s) for s in SESSION_STATES]]
     )
     q = forms.CharField(required=False, max_length=200, label="Search")
+
+
+class RuleForm(forms.ModelForm):
+    """An importance rule; validation is ImportanceRule.clean() (each problem at its field)."""
+
+    importance = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.05", "min": 0, "max": 1}),
+        help_text="0 (forgettable) to 1 (essential); score rules only.",
+        error_messages={
+            "invalid": "Importance must be a number from 0 to 1.",
+            "min_value": "Importance must be a number from 0 to 1.",
+            "max_value": "Importance must be a number from 0 to 1.",
+        },
+    )
+    note = forms.CharField(
+        max_length=500,
+        label="Why",
+        error_messages={"required": "Say why the rule changes; it goes into the audit log."},
+        widget=forms.TextInput(attrs={"placeholder": "e.g. loyalty tiers matter to support"}),
+    )
+
+    class Meta:
+        model = ImportanceRule
+        fields = (
+            "app_name",
+            "name",
+            "pattern",
+            "action",
+            "importance",
+            "pin",
+            "category",
+            "enabled",
+        )
+        labels = {
+            "app_name": "App",
+            "pattern": "Pattern",
+            "pin": "Pin matching records",
+            "enabled": "Enabled",
+        }
+        help_texts = {
+            "app_name": "Blank: every app. An app's own rule wins over an all-apps rule.",
+            "name": "A shipped default's name replaces that default.",
+            "pattern": "Python regular expression, case-insensitive. Score rules match "
+            "anywhere in the text; drop rules must match the whole text.",
+            "enabled": "A disabled rule with a default's name switches that default off.",
+        }
+        widgets = {
+            "app_name": forms.TextInput(attrs={"list": "rule-apps", "autocomplete": "off"}),
+            "pattern": forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        }
+
+    def clean_app_name(self):
+        return (self.cleaned_data.get("app_name") or "").strip()
+
+    def clean(self):
+        data = super().clean()
+        name, app = data.get("name"), data.get("app_name", "")
+        if (
+            name
+            and ImportanceRule.objects.filter(app_name=app, name=name)
+            .exclude(pk=self.instance.pk)
+            .exists()
+        ):
+            where = f"app {app}" if app else "every app"
+            self.add_error(
+                "name", f"There is already a rule named {name!r} for {where}; edit that one."
+            )
+        return data
+
+
+class TryRulesForm(forms.Form):
+    """A sample text to run through an app's rules; nothing is stored."""
+
+    app = forms.CharField(required=False, max_length=128)
+    text = forms.CharField(
+        max_length=4000,
+        strip=False,
+        label="Sample text",
+        error_messages={
+            "required": "Type a sample text to see what the rules decide.",
+            "max_length": "Try at most 4,000 characters.",
+        },
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "e.g. I'm allergic to penicillin"}),
+    )
+
+
+class RescoreForm(forms.Form):
+    app = forms.CharField(
+        max_length=128, error_messages={"required": "Choose the app to re-score."}
+    )
+    note = forms.CharField(required=False, max_length=500, label="Why")

@@ -461,9 +461,15 @@ class ImportanceRule(models.Model):
         )
 
     def clean(self) -> None:
-        problems = pure_rules.validate_rule(_unchecked_rule(self))
+        problems = pure_rules.rule_problems(_unchecked_rule(self))
         if problems:
-            raise ValidationError("; ".join(problems))
+            # Each problem next to its field, as a sentence.
+            raise ValidationError(
+                {
+                    field: [p[:1].upper() + p[1:] + "." for p in messages]
+                    for field, messages in problems.items()
+                }
+            )
 
 
 def _unchecked_rule(row: ImportanceRule) -> pure_rules.Rule:

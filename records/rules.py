@@ -45,21 +45,32 @@ class Rule:
 
 
 def validate_rule(rule: Rule) -> list[str]:
-    problems = []
+    """Every problem of ``rule``, as sentences; empty when the rule is valid."""
+    return [problem for problems in rule_problems(rule).values() for problem in problems]
+
+
+def rule_problems(rule: Rule) -> dict[str, list[str]]:
+    """The problems of ``rule`` by the field they concern (name, action, importance,
+    pin, pattern), so a form can show each next to its field."""
+    problems: dict[str, list[str]] = {}
+
+    def add(field: str, problem: str) -> None:
+        problems.setdefault(field, []).append(problem)
+
     if not rule.name or not re.fullmatch(r"[\w.:-]{1,64}", rule.name):
-        problems.append("name must be 1-64 letters, digits, '_', '.', ':' or '-'")
+        add("name", "name must be 1-64 letters, digits, '_', '.', ':' or '-'")
     if rule.action not in (DROP, SCORE):
-        problems.append(f"action must be {DROP!r} or {SCORE!r}")
+        add("action", f"action must be {DROP!r} or {SCORE!r}")
     if rule.action == SCORE and (rule.importance is None or not 0 <= rule.importance <= 1):
-        problems.append("a score rule needs an importance between 0 and 1")
+        add("importance", "a score rule needs an importance between 0 and 1")
     if rule.action == DROP and rule.pin:
-        problems.append("a drop rule cannot pin")
+        add("pin", "a drop rule cannot pin")
     if len(rule.pattern) > 2000:
-        problems.append("pattern is longer than 2000 characters")
+        add("pattern", "pattern is longer than 2000 characters")
     try:
         re.compile(rule.pattern)
     except re.error as exc:
-        problems.append(f"pattern is not a valid regular expression ({exc})")
+        add("pattern", f"pattern is not a valid regular expression ({exc})")
     return problems
 
 

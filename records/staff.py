@@ -1,4 +1,4 @@
-"""Staff changes to memory and policies: one way in for the dashboard (and anything else).
+"""Staff changes to memory, policies and rules: one way in for the dashboard (and anything else).
 
 Every change to a record runs in a transaction under the user's lock, and writes its
 audit entry in that same transaction, so a change without its entry cannot exist. A
@@ -8,16 +8,20 @@ record is only found within the app and user the caller names; anything else is
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from memadmin import audit
 
 from .locks import user_lock
-from .models import ImportanceSource, MemoryRecord, Policy
+from .models import ImportanceRule, ImportanceSource, MemoryRecord, Policy
 from .policies import policy_for, update_policy
+from .selectors.rules import rescore_scope
+from .store import active_rules
+from .tasks import rescore_app
 
 IMPORTANCE_RANGE_MESSAGE = "Importance must be a number from 0 (forgettable) to 1 (essential)."
 REASON_REQUIRED_MESSAGE = "Say why the importance changes; the reason goes into the audit log."
@@ -127,3 +131,78 @@ def change_policy(
             reason=note,
         )
         return policy
+
+
+# --- importance rules -------------------------------------------------------------------
+
+RULE_FIELDS = ("app_name", "name", "pattern", "action", "importance", "pin", "category", "enabled")
+
+
+def _pattern_for_audit(pattern: str) -> str:
+    """The pattern itself when short; a long one by length and digest (audit values
+    are kept short)."""
+    if len(pattern) <= audit.MAX_VALUE_CHARS:
+        return pattern
+    digest = hashlib.sha256(pattern.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{len(pattern)} characters, sha256 {digest}"
+
+
+def _rule_values(rule: ImportanceRule) -> dict:
+    values = {f: getattr(rule, f) for f in RULE_FIELDS}
+    values["pattern"] = _pattern_for_audit(rule.pattern)
+    return values
+
+
+def save_rule(actor, rule: ImportanceRule, *, reason: str = "") -> ImportanceRule:
+    """Create or change an importance rule, with its audit entry in the same transaction.
+
+    Validates first (``ImportanceRule.clean``: name, action, importance, a pattern that
+    compiles); raises ValidationError and saves nothing on bad values. A rule change
+    applies to new records; existing ones change only when the app is re-scored.
+    """
+    rule.full_clean()
+    try:
+        with transaction.atomic():
+            before = None
+            if rule.pk is not None:
+                current = ImportanceRule.objects.select_for_update().get(pk=rule.pk)
+                before = _rule_values(current)
+                if before == _rule_values(rule):
+                    return current  # nothing changed, nothing to audit
+            rule.updated_by = actor if actor is not None and actor.is_authenticated else None
+            rule.save()
+            audit.record(
+                actor,
+                audit.RULE_CHANGE,
+                app_name=rule.app_name,
+                target=rule.name,
+                before=before,
+                after=_rule_values(rule),
+                reason=reason,
+            )
+    except IntegrityError:  # the same name was saved meanwhile for this app
+        raise ValidationError(
+            {"name": [f"There is already a rule named {rule.name!r} for this app."]}
+        ) from None
+    return rule
+
+
+def request_rescore(actor, app_name: str, *, reason: str = "") -> None:
+    """Audit, then (after commit) queue the re-score of every record of the app.
+
+    The task applies the rules current when it runs; staff- and caller-set importance
+    is kept and no pin is removed.
+    """
+    if not isinstance(app_name, str) or not app_name.strip():
+        raise ValueError("Re-scoring is per app: name the app.")
+    scope = rescore_scope(app_name)
+    with transaction.atomic():
+        audit.record(
+            actor,
+            audit.RECORDS_RESCORE,
+            app_name=app_name,
+            before={"records": scope.records, "kept": scope.kept, "pinned": scope.pinned},
+            after={"rules": [r.name for r in active_rules(app_name)]},
+            reason=reason,
+        )
+        transaction.on_commit(lambda: rescore_app.delay(app_name))

@@ -21,4 +21,9 @@ urlpatterns = [
     path("sessions/retired/<int:pk>/", views.retired_session, name="retired_session"),
     path("policies/", views.policies, name="policies"),
     path("policies/<str:app>/", views.policy, name="policy"),
+    path("rules/", views.rules, name="rules"),
+    path("rules/new/", views.rule_new, name="rule_new"),
+    path("rules/try/", views.rule_try, name="rule_try"),
+    path("rules/rescore/", views.rule_rescore, name="rule_rescore"),
+    path("rules/<int:pk>/", views.rule, name="rule"),
 ]

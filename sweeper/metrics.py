@@ -21,6 +21,10 @@ from .models import DailyMetric, Run, RunKind, RunStatus
 
 ONE_DAY = timedelta(days=1)
 ALL_APPS = ""  # app_name of metrics that are not per app
+# Corrections reported per 1,000 sessions ingested that day (per app).
+FORGOT_RATE = "forgot_per_1000_sessions"
+# Real sweeps finished that day (ALL_APPS); written by every roll-up, even as 0.
+SWEEPS_RUN = "sweeps_run"
 # Sizes measured at roll-up time; only meaningful for the day they were taken.
 SNAPSHOT_NAMES = frozenset(
     [f"{p}_{s}" for p in ("records", "tokens", "session_events") for s in ("p50", "p99", "max")]
@@ -131,10 +135,8 @@ def rollup_day(day: date, now: datetime) -> int:
     for app, c in counters.items():
         sessions = c.get(feedback.SESSIONS_INGESTED, 0)
         if sessions:
-            values[app, "forgot_per_1000_sessions"] = (
-                1000 * c.get(feedback.CORRECTIONS, 0) / sessions
-            )
-    values[ALL_APPS, "sweeps_run"] = Run.objects.filter(
+            values[app, FORGOT_RATE] = 1000 * c.get(feedback.CORRECTIONS, 0) / sessions
+    values[ALL_APPS, SWEEPS_RUN] = Run.objects.filter(
         kind=RunKind.SWEEP,
         dry_run=False,
         status=RunStatus.DONE,

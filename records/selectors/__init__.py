@@ -2,7 +2,9 @@
 the count never grows with the number of users, records, sessions or events."""
 
 from .overview import (
+    Rollups,
     Spread,
+    daily_rollups,
     eviction_reasons,
     evictions_per_day,
     growth_per_week,
@@ -13,6 +15,14 @@ from .overview import (
 )
 from .policies import policy_history, policy_rows
 from .records import ScoredRow, scored_record, scored_records, session_links
+from .rules import (
+    EffectiveRules,
+    decide_sample,
+    effective_rules,
+    rescore_scope,
+    rule_apps,
+    staff_rules,
+)
 from .sessions import (
     app_session_counts,
     artifacts_for_session,
@@ -23,11 +33,16 @@ from .users import USER_SORTS, UserRow, natural_descending, user_page
 
 __all__ = [
     "USER_SORTS",
+    "EffectiveRules",
+    "Rollups",
     "ScoredRow",
     "Spread",
     "UserRow",
     "app_session_counts",
     "artifacts_for_session",
+    "daily_rollups",
+    "decide_sample",
+    "effective_rules",
     "eviction_reasons",
     "evictions_per_day",
     "growth_per_week",
@@ -35,6 +50,8 @@ __all__ = [
     "per_user_histogram",
     "policy_history",
     "policy_rows",
+    "rescore_scope",
+    "rule_apps",
     "scored_record",
     "scored_records",
     "session_event_spread",
@@ -42,6 +59,7 @@ __all__ = [
     "session_links",
     "session_page",
     "spread_by_group",
+    "staff_rules",
     "user_page",
     "user_spread",
 ]

@@ -16,9 +16,13 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate, TruncWeek
 
+from sweeper.metrics import ALL_APPS, FORGOT_RATE, SWEEPS_RUN
+from sweeper.models import DailyMetric
+
+from .. import feedback
 from .. import policy as pure
 from ..models import AgentSession, EvictionEvent, EvictionReason, MemoryRecord, Policy
 
@@ -249,3 +253,72 @@ def evictions_per_day(now: datetime, *, days: int = 30, app_name: str | None = N
 
 def _as_date(value) -> date:
     return value.date() if isinstance(value, datetime) else value
+
+
+# --- daily roll-ups (sweeper.metrics) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rollups:
+    """Per-day and per-week series from the daily roll-ups, for one app.
+
+    A day counts as rolled up when the roll-up ran for it (it always writes
+    ``sweeps_run``); a day that was not rolled up is None in every series, never 0.
+    The forgot-something rate is None also on days that ingested no session.
+    """
+
+    days: list[date]
+    forgot_rate: list[float | None]
+    regret_hits: list[int | None]
+    sweeps_run: list[int | None]
+    weeks: list[date]
+    records_added: list[int | None]  # None for weeks with no rolled-up day
+
+    @property
+    def any_day(self) -> bool:
+        return any(v is not None for v in self.sweeps_run)
+
+    @property
+    def any_week(self) -> bool:
+        return any(v is not None for v in self.records_added)
+
+
+def daily_rollups(now: datetime, app_name: str, *, days: int = 30, weeks: int = 12) -> Rollups:
+    """Forgot-something rate, regret hits, sweeps run (last ``days`` days) and records
+    added per week (last ``weeks`` weeks) from ``DailyMetric``. One query.
+
+    Only these metrics are read, by name: erasure figures never reach these charts.
+    """
+    today = now.date()
+    first_day = today - timedelta(days=days - 1)
+    this_monday = today - timedelta(days=today.weekday())
+    first_week = this_monday - timedelta(weeks=weeks - 1)
+    rows = DailyMetric.objects.filter(day__gte=min(first_day, first_week), day__lte=today).filter(
+        Q(app_name=app_name, name__in=[FORGOT_RATE, feedback.REGRET_HITS, feedback.RECORDS_ADDED])
+        | Q(app_name=ALL_APPS, name=SWEEPS_RUN)
+    )
+    values: dict[tuple[date, str], float] = {}
+    for day, name, value in rows.values_list("day", "name", "value").order_by():
+        values[_as_date(day), name] = value
+    rolled_up = {day for day, name in values if name == SWEEPS_RUN}
+    day_list = [first_day + timedelta(days=i) for i in range(days)]
+
+    def per_day(name, default):
+        return [(values.get((d, name), default) if d in rolled_up else None) for d in day_list]
+
+    week_list = [first_week + timedelta(weeks=i) for i in range(weeks)]
+    added = []
+    for monday in week_list:
+        week_days = [monday + timedelta(days=i) for i in range(7)]
+        if any(d in rolled_up for d in week_days):
+            added.append(int(sum(values.get((d, feedback.RECORDS_ADDED), 0) for d in week_days)))
+        else:
+            added.append(None)
+    return Rollups(
+        days=day_list,
+        forgot_rate=per_day(FORGOT_RATE, None),
+        regret_hits=[None if v is None else int(v) for v in per_day(feedback.REGRET_HITS, 0)],
+        sweeps_run=[None if v is None else int(v) for v in per_day(SWEEPS_RUN, 0)],
+        weeks=week_list,
+        records_added=added,
+    )

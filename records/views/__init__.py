@@ -2,6 +2,7 @@
 
 from .overview import overview
 from .policies import policies, policy
+from .rules import rule, rule_new, rule_rescore, rule_try, rules
 from .sessions import retired_session, session, sessions
 from .users import importance, pin, preview, unpin, user_detail, users
 
@@ -13,6 +14,11 @@ __all__ = [
     "policy",
     "preview",
     "retired_session",
+    "rule",
+    "rule_new",
+    "rule_rescore",
+    "rule_try",
+    "rules",
     "session",
     "sessions",
     "unpin",

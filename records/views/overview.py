@@ -13,6 +13,7 @@ from ..models import Policy
 from ..selectors import (
     Spread,
     app_session_counts,
+    daily_rollups,
     evictions_per_day,
     growth_per_week,
     per_user_histogram,
@@ -83,12 +84,22 @@ def _charts(now, app: AppFigures | None) -> dict:
     if app is None:
         return {"app_figures": None}
     evictions = evictions_per_day(now, days=EVICTION_DAYS, app_name=app.app_name)
+    rollups = daily_rollups(now, app.app_name, days=EVICTION_DAYS, weeks=GROWTH_WEEKS)
     out = {
         "app_figures": app,
         "eviction_days": EVICTION_DAYS,
         "evictions_chart": charts.evictions_per_day(evictions["days"], evictions["series"]),
         "evictions_total": sum(sum(v) for v in evictions["series"].values()),
-        "growth": growth_per_week(now, weeks=GROWTH_WEEKS, app_name=app.app_name),
+        "growth": _growth_rows(
+            growth_per_week(now, weeks=GROWTH_WEEKS, app_name=app.app_name), rollups
+        ),
+        "growth_weeks": GROWTH_WEEKS,
+        "rollups": rollups,
+        "forgot_chart": charts.forgot_and_regret(
+            rollups.days, rollups.forgot_rate, rollups.regret_hits
+        ),
+        "sweeps_chart": charts.sweeps_per_day(rollups.days, rollups.sweeps_run),
+        "added_chart": charts.records_added_per_week(rollups.weeks, rollups.records_added),
         "records_chart": None,
         "tokens_chart": None,
     }
@@ -102,3 +113,10 @@ def _charts(now, app: AppFigures | None) -> dict:
             )
             out[f"{column}_chart"] = charts.per_user_against_cap(buckets, cap, what=column)
     return out
+
+
+def _growth_rows(live, rollups) -> list[tuple]:
+    """(monday, records created that week and still stored, records added per the
+    roll-ups or None) per week; both series cover the same weeks."""
+    added = dict(zip(rollups.weeks, rollups.records_added, strict=True))
+    return [(monday, created, added.get(monday)) for monday, created in live]

@@ -27,3 +27,24 @@ def test_nothing_to_draw_is_none():
     assert charts.evictions_per_day([date(2026, 6, 1)], {"expired": [0]}) is None
     assert charts.evictions_per_day([date(2026, 6, 1)], {}) is None
     assert charts.per_user_against_cap([(0, 9, 0)], 5, what="tokens") is None
+
+
+def test_forgot_rate_sits_on_a_second_axis_next_to_regret_hits_with_gaps_for_missing_days():
+    days = [date(2026, 6, 1), date(2026, 6, 2), date(2026, 6, 3)]
+    figure = charts.forgot_and_regret(days, [12.5, None, 0.0], [3, None, 0])
+    bars, line = figure["data"]
+    assert (bars["type"], bars["name"], list(bars["y"])) == ("bar", "regret hits", [3, None, 0])
+    assert line["yaxis"] == "y2" and list(line["y"]) == [12.5, None, 0.0]
+    assert figure["layout"]["yaxis2"]["overlaying"] == "y"
+    assert charts.forgot_and_regret(days, [None] * 3, [None] * 3) is None
+
+
+def test_sweeps_and_weekly_growth_from_rollups_draw_zeros_but_not_missing_data():
+    days = [date(2026, 6, 1), date(2026, 6, 2)]
+    assert list(charts.sweeps_per_day(days, [0, 1])["data"][0]["y"]) == [0, 1]
+    assert charts.sweeps_per_day(days, [None, None]) is None
+    weeks = [date(2026, 6, 1), date(2026, 6, 8)]
+    figure = charts.records_added_per_week(weeks, [None, 40])
+    assert list(figure["data"][0]["x"]) == ["2026-06-01", "2026-06-08"]
+    assert list(figure["data"][0]["y"]) == [None, 40]
+    assert charts.records_added_per_week(weeks, [None, None]) is None

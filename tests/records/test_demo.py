@@ -1,9 +1,13 @@
+from datetime import timedelta
+
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 from google.adk.events.event import Event
 
 from records import demo
-from records.models import AgentSession, MemoryRecord, SessionEvent
+from records.models import AgentSession, Correction, EvictionEvent, MemoryRecord, SessionEvent
+from sweeper.models import DailyMetric, PlanEntry, Run
 
 pytestmark = pytest.mark.django_db
 
@@ -46,3 +50,56 @@ def test_seed_demo_refuses_nonsense():
 
     with pytest.raises(CommandError, match="between 0 and 10000"):
         call_command("seed_demo", "--users-per-app", "-1")
+    with pytest.raises(CommandError, match="between 0 and 90"):
+        call_command("seed_demo", "--history-days", "91")
+
+
+def metric_rows():
+    return sorted(DailyMetric.objects.values_list("day", "app_name", "name", "value"))
+
+
+def test_seed_demo_has_two_weeks_of_real_history_for_the_charts():
+    now = timezone.now()
+    demo.seed(users_per_app=3, now=now)
+    days = {now.date() - timedelta(days=k) for k in range(1, 15)}
+    rolled_up = set(
+        DailyMetric.objects.filter(app_name="", name="sweeps_run").values_list("day", flat=True)
+    )
+    assert days | {now.date()} == rolled_up  # every past day and today rolled up
+    for app in demo.DEMO_APPS:
+        per_day = dict(
+            DailyMetric.objects.filter(app_name=app, name="evictions_record_cap").values_list(
+                "day", "value"
+            )
+        )
+        assert len(days & set(per_day)) >= 10  # evictions on most days, by real enforcement
+        assert DailyMetric.objects.filter(app_name=app, name="regret_hits", value__gt=0).exists()
+        assert DailyMetric.objects.filter(app_name=app, name="records_added").exists()
+        [rate] = DailyMetric.objects.filter(app_name=app, name="forgot_per_1000_sessions").filter(
+            value__gt=0
+        )
+        assert rate.day == now.date() - timedelta(days=demo.CORRECTION_DAYS[app])
+    # the evictions come from enforcement at each day's time, not from today
+    first = EvictionEvent.objects.order_by("evicted_at").first()
+    assert first.evicted_at.date() == now.date() - timedelta(days=14)
+    assert Correction.objects.count() == 3
+    # today: one real sweep (the chart's bar) and one dry-run to review and apply
+    sweep = Run.objects.get(kind="sweep", dry_run=False)
+    assert sweep.status == "done" and sweep.app_name == demo.BANK
+    assert DailyMetric.objects.get(day=now.date(), app_name="", name="sweeps_run").value == 1
+    dry_run = Run.objects.get(kind="sweep", dry_run=True)
+    assert dry_run.status == "done" and PlanEntry.objects.filter(run=dry_run).exists()
+    # the article's customer is left as the article has her
+    customer = MemoryRecord.objects.filter(app_name=demo.PHARMACY, user_id=demo.PHARMACY_CUSTOMER)
+    assert customer.count() == 498
+
+
+def test_seed_demo_history_is_deterministic():
+    now = timezone.now()
+    demo.seed(users_per_app=2, now=now)
+    first = metric_rows()
+    demo.clear_demo()
+    assert not DailyMetric.objects.exclude(app_name="").exists()
+    assert not Run.objects.exists() and not Correction.objects.exists()
+    demo.seed(users_per_app=2, now=now)
+    assert metric_rows() == first

@@ -2,6 +2,7 @@
 
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -9,7 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from records import feedback
 from records.policies import policy_for, update_policy
+from sweeper.metrics import rollup_day
+from sweeper.models import DailyMetric
 from tests.records.rows import make_eviction, make_records, make_session
 
 pytestmark = pytest.mark.django_db
@@ -96,3 +100,46 @@ def test_overview_query_count_does_not_grow_with_users(login):
         make_session("pharmacy", f"u{i}")
         make_eviction("expired", timezone.now(), user=f"u{i}")
     assert count() == small
+
+
+def test_rollup_charts_show_the_forgot_rate_regret_hits_sweeps_and_weekly_growth(login):
+    now = timezone.now()
+    make_records("pharmacy", "a", 3)
+    yesterday = now - timedelta(days=1)
+    for _ in range(4):
+        feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, yesterday)
+    feedback.bump("pharmacy", feedback.RECORDS_ADDED, yesterday, 7)
+    feedback.bump("pharmacy", feedback.REGRET_HITS, yesterday, 2)
+    feedback.report_correction("pharmacy", "a", yesterday)
+    feedback.bump("travel", feedback.REGRET_HITS, yesterday, 50)  # another app: not drawn
+    rollup_day(yesterday.date(), now)
+    rollup_day(now.date(), now)
+    # a figure another process might roll up one day: never drawn in these charts
+    DailyMetric.objects.create(day=now.date(), app_name="pharmacy", name="erasures", value=9)
+
+    response = login("ops").get(reverse("records:overview"), {"app": "pharmacy"})
+    assert response.status_code == 200
+    forgot = figure(response, "forgot-figure")
+    regret, rate = forgot["data"]
+    assert regret["y"][-2:] == [2, 0] and rate["y"][-2:] == [250.0, None]
+    assert regret["y"][0] is None  # a day without a roll-up is a gap, not a zero
+    sweeps = figure(response, "sweeps-figure")
+    assert sweeps["data"][0]["y"][-2:] == [0, 0]
+    growth = figure(response, "growth-figure")
+    assert sum(v for v in growth["data"][0]["y"] if v) == 7
+    content = response.content.decode()
+    assert "erasure" not in json.dumps([forgot, sweeps, growth])
+    assert "No daily roll-ups" not in content
+    assert "Eviction only" in content  # the live eviction chart stays
+
+
+def test_without_rollups_the_overview_says_so_plainly(login):
+    make_records("pharmacy", "a", 3)
+    response = login("support").get(reverse("records:overview"))
+    content = response.content.decode()
+    for element in ("forgot-figure", "sweeps-figure", "growth-figure"):
+        assert f'id="{element}"' not in content
+    assert "No daily roll-ups in the last 30 days yet, so no forgot-something rate" in content
+    assert "No daily roll-ups in the last 30 days yet, so no sweep counts" in content
+    assert "No daily roll-ups yet, so no records-added counts per week" in content
+    assert 'id="records-figure"' in content  # the live charts are still there
