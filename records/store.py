@@ -212,8 +212,9 @@ def enforce_many(
         for user_id in users:
             acquire_user_lock(app_name, user_id)
         if policy.summarise:  # clusters are per user
-            return [v for u in users for v in _enforce_locked(app_name, u, now, policy,
-                                                               run_id=run_id)]
+            return [
+                v for u in users for v in _enforce_locked(app_name, u, now, policy, run_id=run_id)
+            ]
         victims = select_victims(app_name, users, now, policy.params())
         evict(app_name, victims, now, policy_version=policy.version, run_id=run_id)
         return victims
