@@ -120,9 +120,11 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "django_celery_beat",
+    "ninja",  # serves the API docs' Swagger UI from its own static files
     "memadmin",
     "records",
     "sweeper",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -253,6 +255,11 @@ MEMADMIN = {
     # Dotted path of a callable(texts, max_tokens) -> str; the default is extractive.
     "SUMMARISER": os.environ.get("MEMADMIN_SUMMARISER", ""),
 }
+
+# The HTTP API (api/): requests with a larger body are refused with 413.
+MEMADMIN_API_MAX_BODY_BYTES = int(os.environ.get("MEMADMIN_API_MAX_BODY_BYTES", 2 * 1024 * 1024))
+# Django's own limit must not refuse first (with a less helpful 400).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MEMADMIN_API_MAX_BODY_BYTES)
 
 LOGGING = {
     "version": 1,

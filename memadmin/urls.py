@@ -7,5 +7,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("users/", include("records.urls")),
+    path("api-keys/", include("api.urls")),
     path("", include("memadmin.home_urls")),
 ]
