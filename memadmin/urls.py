@@ -2,11 +2,14 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from api.v1 import urls as api_v1_urls
+
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("users/", include("records.urls")),
+    path("api/v1/", api_v1_urls()),
     path("api-keys/", include("api.urls")),
     path("", include("memadmin.home_urls")),
 ]

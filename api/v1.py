@@ -1,0 +1,136 @@
+"""API v1: the NinjaAPI, its authentication, body limits and routes.
+
+Mounted at ``/api/v1/`` (``memadmin.urls``). The OpenAPI document is served at
+``/api/v1/openapi.json`` and browsable at ``/api/v1/docs`` (Swagger UI from ninja's
+bundled static files, no CDN).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import wraps
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.sessions.backends.base import SessionBase
+from django.urls import URLPattern, URLResolver
+from ninja import NinjaAPI
+from ninja.parser import Parser
+
+from . import errors
+from .auth import AppApiKey
+from .routes import artifacts, corrections, memory, sessions
+
+BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+class SessionStore(SessionBase):
+    """A session that is always empty and never stored."""
+
+    def load(self):
+        return {}
+
+    def exists(self, session_key):
+        return False
+
+    def save(self, must_create=False):
+        pass
+
+    def delete(self, session_key=None):
+        pass
+
+    def create(self):
+        pass
+
+
+class PreParsedJson(Parser):
+    """Returns the body ``prepare_request`` parsed (with its own error messages)."""
+
+    def parse_body(self, request):
+        return request._memadmin_json
+
+
+def _no_constants(name: str):
+    raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
+
+
+def _without_staff_session(request) -> None:
+    """The API authenticates by key alone. Forget the staff login cookie, so an API call
+    can neither be authenticated by it nor refresh it (SESSION_SAVE_EVERY_REQUEST)."""
+    request.COOKIES.pop(settings.SESSION_COOKIE_NAME, None)
+    request.session = SessionStore()  # empty and untouched: the middleware saves nothing
+    request.user = AnonymousUser()
+
+
+def prepare_request(run):
+    """Before anything else: drop the staff session, refuse bodies over the limit (413)
+    and bodies that are not JSON (400), each with a message saying so."""
+
+    @wraps(run)
+    def wrapper(request, *args, **kwargs):
+        _without_staff_session(request)
+        limit = settings.MEMADMIN_API_MAX_BODY_BYTES
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > limit:
+            return errors.error_response(
+                api,
+                request,
+                413,
+                "payload_too_large",
+                f"The request body is {length} bytes; at most {limit} are allowed "
+                "(MEMADMIN_API_MAX_BODY_BYTES).",
+            )
+        request._memadmin_json = None
+        if request.method in BODY_METHODS and request.body:
+            try:
+                request._memadmin_json = json.loads(request.body, parse_constant=_no_constants)
+            except (ValueError, RecursionError) as exc:
+                return errors.error_response(
+                    api, request, 400, "invalid_json", f"The request body is not JSON: {exc}."
+                )
+        return run(request, *args, **kwargs)
+
+    return wrapper
+
+
+api = NinjaAPI(
+    title="memadmin API",
+    version="1",
+    description=(
+        "Long-term memory, sessions and artifacts for ADK agents in other processes. "
+        "Every path names the app; the API key (Authorization: Bearer <key>) must "
+        "belong to that app. Errors are JSON {detail, code}."
+    ),
+    urls_namespace="api-v1",
+    auth=AppApiKey(),
+    parser=PreParsedJson(),
+    docs_decorator=login_not_required,
+)
+api.add_decorator(prepare_request, mode="view")
+errors.install(api)
+
+USER = "/apps/{app_name}/users/{user_id}"
+api.add_router(USER, memory.router)
+api.add_router(USER, sessions.router)
+api.add_router("/apps/{app_name}", sessions.app_router)
+api.add_router(USER, artifacts.router)
+api.add_router(USER, corrections.router)
+
+
+def _public(patterns):
+    """Token auth, not the staff login: exempt every API view from LoginRequired."""
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            _public(pattern.url_patterns)
+        elif isinstance(pattern, URLPattern):
+            login_not_required(pattern.callback)
+    return patterns
+
+
+def urls():
+    patterns, app_name, namespace = api.urls
+    return _public(patterns), app_name, namespace
