@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.sessions.backends.base import SessionBase
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, re_path
 from ninja import NinjaAPI
 from ninja.parser import Parser
 
@@ -131,6 +131,18 @@ def _public(patterns):
     return patterns
 
 
+def not_found(request, rest=""):
+    """Any other path under /api/v1/: JSON like every other API answer, not a page."""
+    return errors.error_response(
+        api,
+        request,
+        404,
+        "not_found",
+        f"No API endpoint at {request.path}; see /api/v1/docs for the endpoints.",
+    )
+
+
 def urls():
     patterns, app_name, namespace = api.urls
+    patterns = [*patterns, re_path(r"^(?P<rest>.*)$", not_found, name="not-found")]
     return _public(patterns), app_name, namespace

@@ -77,7 +77,13 @@ def load_artifact(
     user_id: UserId,
     filename: str,
     session_id: str | None = SessionQuery,
-    version: int | None = Query(None, ge=0, le=MAX_VERSION, description="Latest if absent."),
+    version: int | None = Query(
+        None,
+        ge=-MAX_VERSION,
+        le=MAX_VERSION,
+        description="Latest if absent; a version that does not exist (negative ones "
+        "included, as in ADK) is a 404.",
+    ),
 ):
     """The artifact's ``Part`` (404 ``artifact_not_found`` if there is none)."""
     part = artifacts.load_artifact(

@@ -473,3 +473,8 @@ def test_a_value_postgresql_refuses_is_422_not_500(api):
     response = api.post("sessions/s1/events", {"event": event("nul \x00 inside"), "revision": "0"})
     assert_error(response, 422, "invalid_input", "database refused")
     assert SessionEvent.objects.count() == 0
+
+
+def test_an_unknown_api_path_is_a_json_404(api):
+    assert_error(api.get("nothing-here"), 404, "not_found", "/api/v1/docs")
+    assert_error(api.get("/apps"), 404, "not_found")
