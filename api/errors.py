@@ -71,14 +71,21 @@ def _loc(loc) -> list[str]:
     return loc
 
 
-def _validation_errors(exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
-    errors = [
+def _summary(errors: list[dict[str, Any]]) -> str:
+    shown = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:5])
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return f"Invalid request: {shown}{more}."
+
+
+def invalid_request(api: NinjaAPI, request: HttpRequest, errors: list[dict[str, Any]]):
+    return error_response(api, request, 422, "invalid_request", _summary(errors), errors=errors)
+
+
+def _validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
         {"loc": _loc(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type")}
         for e in exc.errors
     ]
-    shown = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:5])
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return f"Invalid request: {shown}{more}.", errors
 
 
 def install(api: NinjaAPI) -> None:
@@ -88,8 +95,7 @@ def install(api: NinjaAPI) -> None:
         return error_response(api, request, exc.status, exc.code, exc.detail, headers=exc.headers)
 
     def on_validation(request, exc: ValidationError):
-        detail, errors = _validation_errors(exc)
-        return error_response(api, request, 422, "invalid_request", detail, errors=errors)
+        return invalid_request(api, request, _validation_errors(exc))
 
     def on_http_error(request, exc: HttpError):
         # ninja's own, e.g. a body that is not JSON

@@ -2,10 +2,11 @@
 
 ADK objects travel as ADK's own JSON (``model_dump(mode="json", by_alias=True)``:
 camelCase keys, bytes as base64, as ADK's api_server speaks). Requests are validated
-by ADK's own pydantic models, made strict where ADK's are lenient (``Event`` and
-``MemoryEntry`` ignore unknown fields; here an unknown field is an error, so a typo
-is not silently dropped). Our own envelopes use the same camelCase convention and
-also refuse unknown fields.
+twice by the same schemas: first the JSON against the OpenAPI document generated from
+them (``api.validation``: exact JSON types, no coercion), then by the pydantic models
+themselves, which are ADK's own, made strict where ADK's are lenient (``Event`` and
+``MemoryEntry`` ignore unknown fields; here an unknown field is an error, so a typo is
+not silently dropped). Our own envelopes use the same camelCase convention.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ REVISION_MAX = 32
 
 
 class Wire(BaseModel):
-    """Our envelopes: camelCase on the wire (snake_case accepted), no unknown fields."""
+    """Our envelopes: camelCase on the wire (snake_case accepted), no unknown fields, and
+    strict types (``false`` is not a number, ``"5"`` is not an integer)."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, strict=True
+    )
 
 
 # --- ADK payloads, strict --------------------------------------------------------------

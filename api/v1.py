@@ -15,12 +15,14 @@ from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.sessions.backends.base import SessionBase
 from django.urls import URLPattern, URLResolver, re_path
+from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.parser import Parser
 
 from . import errors
 from .auth import AppApiKey
 from .routes import artifacts, corrections, memory, sessions
+from .validation import RequestValidators
 
 BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -64,8 +66,9 @@ def _without_staff_session(request) -> None:
 
 
 def prepare_request(run):
-    """Before anything else: drop the staff session, refuse bodies over the limit (413)
-    and bodies that are not JSON (400), each with a message saying so."""
+    """Before anything else: drop the staff session; refuse bodies over the limit (413),
+    bodies that are not JSON (400), and query parameters or JSON the document does not
+    allow (422), each with a message saying what was wrong."""
 
     @wraps(run)
     def wrapper(request, *args, **kwargs):
@@ -84,14 +87,22 @@ def prepare_request(run):
                 f"The request body is {length} bytes; at most {limit} are allowed "
                 "(MEMADMIN_API_MAX_BODY_BYTES).",
             )
+        operation = run.__self__
+        problems = validators.query_errors(operation, request.GET)
+        if problems:
+            return errors.invalid_request(api, request, problems)
         request._memadmin_json = None
         if request.method in BODY_METHODS and request.body:
             try:
-                request._memadmin_json = json.loads(request.body, parse_constant=_no_constants)
+                body = json.loads(request.body, parse_constant=_no_constants)
             except (ValueError, RecursionError) as exc:
                 return errors.error_response(
                     api, request, 400, "invalid_json", f"The request body is not JSON: {exc}."
                 )
+            problems = validators.body_errors(operation, body)
+            if problems:
+                return errors.invalid_request(api, request, problems)
+            request._memadmin_json = body
         return run(request, *args, **kwargs)
 
     return wrapper
@@ -110,6 +121,7 @@ api = NinjaAPI(
     parser=PreParsedJson(),
     docs_decorator=login_not_required,
 )
+validators = RequestValidators(api)
 api.add_decorator(prepare_request, mode="view")
 errors.install(api)
 
@@ -131,6 +143,7 @@ def _public(patterns):
     return patterns
 
 
+@csrf_exempt  # token auth, like every API view: no cookie, so no CSRF
 def not_found(request, rest=""):
     """Any other path under /api/v1/: JSON like every other API answer, not a page."""
     return errors.error_response(
@@ -144,5 +157,5 @@ def not_found(request, rest=""):
 
 def urls():
     patterns, app_name, namespace = api.urls
-    patterns = [*patterns, re_path(r"^(?P<rest>.*)$", not_found, name="not-found")]
+    patterns = [*patterns, re_path(r"^(?P<rest>[\s\S]*)$", not_found, name="not-found")]
     return _public(patterns), app_name, namespace

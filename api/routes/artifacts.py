@@ -1,10 +1,12 @@
 """Artifacts: what ``DjangoArtifactService`` does in-process, over HTTP.
 
-Filenames may contain '/', so they end the path (``{path:filename}``).
+Filenames may contain '/' (and any other character), so they end the path.
 """
 
 from __future__ import annotations
 
+from django.urls import register_converter
+from django.urls.converters import StringConverter
 from django.utils import timezone
 from google.genai import types
 from ninja import Query, Router, Status
@@ -20,6 +22,16 @@ from ..schemas import (
     SaveArtifactIn,
 )
 from . import ERRORS, NOT_FOUND, AppName, UserId, adk_json
+
+
+class AnyPathConverter(StringConverter):
+    """The rest of the path, whatever it holds ('/', even a newline: Django's own
+    ``path`` converter stops at one, and the filename would be unaddressable)."""
+
+    regex = r"[\s\S]+"
+
+
+register_converter(AnyPathConverter, "anypath")
 
 router = Router(tags=["artifacts"])
 
@@ -66,7 +78,7 @@ def list_artifact_keys(
 
 
 @router.get(
-    "/artifacts/{path:filename}",
+    "/artifacts/{anypath:filename}",
     response={200: types.Part, **ERRORS, **NOT_FOUND},
     by_alias=True,
     summary="Load an artifact (load_artifact)",
@@ -100,7 +112,7 @@ def load_artifact(
 
 
 @router.get(
-    "/artifact-versions/{path:filename}",
+    "/artifact-versions/{anypath:filename}",
     response={200: ArtifactVersionsOut, **ERRORS},
     by_alias=True,
     summary="List an artifact's versions with metadata (list_artifact_versions)",
@@ -120,7 +132,7 @@ def list_artifact_versions(
 
 
 @router.delete(
-    "/artifacts/{path:filename}",
+    "/artifacts/{anypath:filename}",
     response={200: DeletedOut, **ERRORS},
     by_alias=True,
     summary="Delete every version of an artifact (delete_artifact)",

@@ -2,6 +2,7 @@
 
 import base64
 import json
+from urllib.parse import quote
 
 import pytest
 from django.test import Client
@@ -420,6 +421,15 @@ def test_session_scoped_artifacts_need_a_session_and_filenames_may_have_slashes(
     assert Artifact.objects.get(filename="reports/may.txt").session_id == "s1"
 
 
+def test_any_filename_can_be_addressed(api):
+    name = "user:odd name\nwith newline?&#%.txt"
+    saved = api.post("artifacts", {"filename": name, "artifact": {"text": "x"}})
+    assert saved.status_code == 201
+    path = "artifacts/" + quote(name, safe="")
+    assert api.get(path).json() == {"text": "x"}
+    assert api.delete(path).json() == {"deleted": 1}
+
+
 def test_an_artifact_part_must_be_a_known_kind(api):
     empty = api.post("artifacts", {"filename": "user:x", "artifact": {}})
     assert_error(empty, 422, "invalid_input", "Not supported artifact type")
@@ -451,12 +461,37 @@ def test_malformed_bodies_are_4xx_with_a_message(api):
     assert_error(api.post("sessions/s1/events", raw=nan), 400, "invalid_json", "NaN")
     assert_error(api.post("sessions", raw="[1, 2]"), 422, "invalid_request")
     wrong_type = api.post("memory/search", {"query": 42})
-    assert_error(wrong_type, 422, "invalid_request", "body.query", "valid string")
+    assert_error(wrong_type, 422, "invalid_request", "body.query", "not of type 'string'")
     missing = api.post("memory/search", {})
     assert_error(missing, 422, "invalid_request", "body.query", "Field required")
     extra = api.post("sessions", {"sessionId": "s2", "owner": "me"})
     assert_error(extra, 422, "invalid_request", "body.owner", "Extra inputs")
     assert AgentSession.objects.count() == 1
+
+
+def test_json_types_are_the_documents_not_coerced(api):
+    new_session(api)
+    # pydantic alone would read false as a timestamp of 0.0 and "2" as an integer
+    url = "sessions/s1/events"
+    response = api.post(url, {"event": event("hi", timestamp=False), "revision": "0"})
+    body = assert_error(response, 422, "invalid_request", "body.event.timestamp")
+    assert body["errors"][0]["loc"] == ["body", "event", "timestamp"]
+    response = api.post("artifacts", {"filename": "user:x", "artifact": {"text": 5}})
+    assert_error(response, 422, "invalid_request", "body.artifact.text")
+    assert api.get("sessions/s1").json()["events"] == []
+
+
+def test_unknown_query_parameters_are_refused(api):
+    api.post("artifacts", {"filename": "notes.txt", "artifact": {"text": "x"}, "sessionId": "s1"})
+    # a misspelt session_id must not silently widen or narrow what is deleted
+    response = api.client.delete(
+        api.url("artifacts/notes.txt") + "?sesion_id=s1", headers=api._headers(...)
+    )
+    assert_error(response, 422, "invalid_request", "query.sesion_id", "allowed: session_id")
+    assert api.get("artifacts/notes.txt", session_id="s1").status_code == 200
+    assert_error(api.get("state", verbose=1), 422, "invalid_request", "takes none")
+    twice = api.get("artifacts/notes.txt", session_id=["s1", "s2"])
+    assert_error(twice, 422, "invalid_request", "query.session_id", "more than once")
 
 
 def test_an_oversized_body_is_413_and_nothing_is_written(api, settings):
@@ -478,3 +513,4 @@ def test_a_value_postgresql_refuses_is_422_not_500(api):
 def test_an_unknown_api_path_is_a_json_404(api):
     assert_error(api.get("nothing-here"), 404, "not_found", "/api/v1/docs")
     assert_error(api.get("/apps"), 404, "not_found")
+    assert_error(api.delete("nothing/here"), 404, "not_found")  # not a CSRF page
