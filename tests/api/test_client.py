@@ -23,7 +23,7 @@ from memadmin_client import (
     RemoteSessionService,
     ServerError,
 )
-from records.models import SessionEvent
+from records.models import MemoryRecord, SessionEvent
 
 from ..records.factories import text_event
 from .conftest import APP, NO_KEEPALIVE, OTHER_APP, USER
@@ -241,3 +241,23 @@ def test_an_append_whose_answer_was_lost_is_retried_without_going_stale(live_key
     assert transport.appends == 5
     stored = list(SessionEvent.objects.order_by("position").values_list("event_id", flat=True))
     assert stored == [e.id for e in session.events]  # each event once, in order
+
+
+def test_the_example_agent_runs_against_a_live_server(live_key):
+    url, token = live_key
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    env.pop("GOOGLE_API_KEY", None)  # the deterministic agent: no model, no network
+    env.update(MEMADMIN_URL=url, MEMADMIN_API_KEY=token, PYTHONPATH=str(ROOT))
+    result = subprocess.run(
+        [sys.executable, "examples/remote_agent.py", "--app", APP, "--user", "reader"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[-1] == "agent: You told me: I am allergic to penicillin."
+    pinned = MemoryRecord.objects.get(app_name=APP, user_id="reader", pinned=True)
+    assert pinned.content == "I am allergic to penicillin."
