@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.sessions.backends.base import SessionBase
-from django.urls import URLPattern, URLResolver, re_path
+from django.urls import URLPattern, URLResolver, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.parser import Parser
@@ -113,8 +113,10 @@ api = NinjaAPI(
     version="1",
     description=(
         "Long-term memory, sessions and artifacts for ADK agents in other processes. "
-        "Every path names the app; the API key (Authorization: Bearer <key>) must "
-        "belong to that app. Errors are JSON {detail, code}."
+        "Every path names the app; the API key (`Authorization: Bearer <key>`) must "
+        "belong to that app. Errors are JSON `{detail, code}`. Python agents: the "
+        "`memadmin_client` package has ADK's session, memory and artifact services over "
+        "this API."
     ),
     urls_namespace="api-v1",
     auth=AppApiKey(),
@@ -157,5 +159,11 @@ def not_found(request, rest=""):
 
 def urls():
     patterns, app_name, namespace = api.urls
-    patterns = [*patterns, re_path(r"^(?P<rest>[\s\S]*)$", not_found, name="not-found")]
+    # ninja's root view answers with an HTML 404; ours says where the docs are. The
+    # name stays: ninja reverses it to find the API's prefix.
+    patterns = [
+        path("", not_found, name="api-root") if getattr(p, "name", None) == "api-root" else p
+        for p in patterns
+    ]
+    patterns.append(re_path(r"^(?P<rest>[\s\S]*)$", not_found, name="not-found"))
     return _public(patterns), app_name, namespace

@@ -513,4 +513,5 @@ def test_a_value_postgresql_refuses_is_422_not_500(api):
 def test_an_unknown_api_path_is_a_json_404(api):
     assert_error(api.get("nothing-here"), 404, "not_found", "/api/v1/docs")
     assert_error(api.get("/apps"), 404, "not_found")
+    assert_error(api.get("/"), 404, "not_found", "/api/v1/docs")
     assert_error(api.delete("nothing/here"), 404, "not_found")  # not a CSRF page
