@@ -26,6 +26,12 @@ class AppApiKey(HttpBearer):
     """``Authorization: Bearer mma_…`` with a key of the app named in the path."""
 
     def __call__(self, request: HttpRequest) -> ApiKey:
+        key = getattr(request, "_memadmin_api_key", None)
+        if key is None:
+            key = request._memadmin_api_key = self._check(request)
+        return key
+
+    def _check(self, request: HttpRequest) -> ApiKey:
         header = request.headers.get("Authorization")
         if not header:
             raise _unauthorized(

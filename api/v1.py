@@ -66,9 +66,10 @@ def _without_staff_session(request) -> None:
 
 
 def prepare_request(run):
-    """Before anything else: drop the staff session; refuse bodies over the limit (413),
-    bodies that are not JSON (400), and query parameters or JSON the document does not
-    allow (422), each with a message saying what was wrong."""
+    """Before anything else: drop the staff session; refuse bodies over the limit (413)
+    before reading them; check the key (401/403); then refuse bodies that are not JSON
+    (400) and query parameters or JSON the document does not allow (422), each with a
+    message saying what was wrong."""
 
     @wraps(run)
     def wrapper(request, *args, **kwargs):
@@ -87,7 +88,13 @@ def prepare_request(run):
                 f"The request body is {length} bytes; at most {limit} are allowed "
                 "(MEMADMIN_API_MAX_BODY_BYTES).",
             )
-        operation = run.__self__
+        try:
+            AUTH(request)  # remembered on the request: ninja's own check reuses it
+        except errors.ApiError as exc:
+            return errors.error_response(
+                api, request, exc.status, exc.code, exc.detail, headers=exc.headers
+            )
+        operation = run.__self__  # ninja's Operation, whose run() this wraps
         problems = validators.query_errors(operation, request.GET)
         if problems:
             return errors.invalid_request(api, request, problems)
@@ -108,6 +115,7 @@ def prepare_request(run):
     return wrapper
 
 
+AUTH = AppApiKey()
 api = NinjaAPI(
     title="memadmin API",
     version="1",
@@ -119,7 +127,7 @@ api = NinjaAPI(
         "this API."
     ),
     urls_namespace="api-v1",
-    auth=AppApiKey(),
+    auth=AUTH,
     parser=PreParsedJson(),
     docs_decorator=login_not_required,
 )

@@ -117,6 +117,13 @@ def test_a_session_body_cannot_smuggle_another_app_or_user(api):
     assert not MemoryRecord.objects.exists()
 
 
+def test_the_key_is_checked_before_the_body(api):
+    # no key, or a key for another app, learns nothing about its request's body
+    assert_error(api.post("sessions", raw="{not json", token=None), 401, "unauthorized")
+    assert_error(api.post("sessions", {"bogus": 1}, app=OTHER_APP), 403, "wrong_app")
+    assert_error(api.get("sessions", app=OTHER_APP, verbose=1), 403, "wrong_app")
+
+
 def test_a_staff_login_cookie_does_not_authenticate_the_api(login):
     staff = login("ops", superuser=True)
     response = staff.get(f"/api/v1/apps/{APP}/users/{USER}/sessions")
