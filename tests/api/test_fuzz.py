@@ -25,6 +25,9 @@ from api import keys
 from .conftest import APP
 
 EXAMPLES = int(os.environ.get("MEMADMIN_FUZZ_EXAMPLES", "12"))
+# The default run draws the same examples every time (a CI run cannot fail on a case no
+# earlier run saw, and a failure reproduces); setting the count explores anew each run.
+DETERMINISTIC = "MEMADMIN_FUZZ_EXAMPLES" not in os.environ
 # The coverage phase (boundary values, each field missing or mistyped) adds a minute or
 # more over the ADK schemas: off by default, MEMADMIN_FUZZ_COVERAGE=1 for a long run.
 COVERAGE = os.environ.get("MEMADMIN_FUZZ_COVERAGE", "") not in ("", "0")
@@ -33,7 +36,12 @@ CONFIG = schemathesis.Config.from_dict(
     {
         # A key belongs to one app: fuzz inside it (other apps are 403, tested apart).
         "parameters": {"path.app_name": APP},
-        "generation": {"max-examples": EXAMPLES, "mode": "all", "database": "none"},
+        "generation": {
+            "max-examples": EXAMPLES,
+            "mode": "all",
+            "database": "none",
+            "deterministic": DETERMINISTIC,
+        },
         # Valid-looking input may still break a domain rule the schema cannot express
         # (a blank id, a session-scoped artifact without a session): a 4xx is right.
         "checks": {"positive_data_acceptance": {"enabled": False}},
