@@ -9,8 +9,11 @@ from tests.records.test_session_conformance import *  # noqa: F403 - the suite, 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 # About ADK's in-memory service or ADK itself, not about the service under test.
-del test_adk_in_memory_does_not_detect_stale_sessions  # noqa: F821
-del test_a_negative_num_recent_events_is_refused_by_adk  # noqa: F821
+for _name in (
+    "test_adk_in_memory_does_not_detect_stale_sessions",
+    "test_a_negative_num_recent_events_is_refused_by_adk",
+):
+    globals().pop(_name, None)
 
 
 @pytest.fixture
