@@ -123,10 +123,12 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_celery_beat",
     "axes",
+    "ninja",  # serves the API docs' Swagger UI from its own static files
     "memadmin",
     "records",
     "sweeper",
     "erasure",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -302,6 +304,11 @@ MEMADMIN = {
     "ERASURE_LEASE_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_LEASE_SECONDS", "120")),
     "ERASURE_REAUTH_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_REAUTH_SECONDS", "300")),
 }
+
+# The HTTP API (api/): requests with a larger body are refused with 413.
+MEMADMIN_API_MAX_BODY_BYTES = int(os.environ.get("MEMADMIN_API_MAX_BODY_BYTES", 2 * 1024 * 1024))
+# Django's own limit must not refuse first (with a less helpful 400).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MEMADMIN_API_MAX_BODY_BYTES)
 
 LOGGING = {
     "version": 1,

@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from api.v1 import urls as api_v1_urls
+
 from . import views
 
 urlpatterns = [
@@ -9,8 +11,10 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("audit/", views.audit_log, name="audit"),
-    path("", include("records.urls")),
+    path("api/v1/", api_v1_urls()),
+    path("api-keys/", include("api.urls")),
     path("erasure/", include("erasure.urls")),
+    path("", include("records.urls")),
     path("", include("sweeper.urls")),
     path("", include("memadmin.home_urls")),
 ]

@@ -6,5 +6,6 @@ class RecordsConfig(AppConfig):
     verbose_name = "memory records"
 
     def ready(self) -> None:
-        # Registers the SQLite scoring functions on every new database connection.
+        # Registers the SQLite score functions on every new connection; imported here so
+        # that a connection opened before anything imports records.victims has them too.
         from . import victims  # noqa: F401

@@ -167,6 +167,7 @@ NO_SUBJECT_DATA: tuple[NoSubjectData, ...] = (
     NoSubjectData("erasure.ErasureAuditEntry", "holds the request id, never the user id"),
     NoSubjectData("erasure.ErasureBarrier", "holds the keyed hash of the user id only"),
     NoSubjectData("auth.User", "staff accounts, not agents' end users"),
+    NoSubjectData("api.ApiKey", "per-app API keys: hashes, names, times; no end user"),
     NoSubjectData("axes.AccessAttempt", "staff login attempts (username, address)"),
     NoSubjectData("axes.AccessFailureLog", "staff login failures (username, address)"),
     NoSubjectData("axes.AccessLog", "staff logins and logouts (username, address)"),

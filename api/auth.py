@@ -1,0 +1,63 @@
+"""Bearer-token authentication for the API, scoped to one app.
+
+Only the ``Authorization`` header is read: a staff login cookie never authenticates
+an API call, and the API sets no cookie. The key's app is checked against the path's
+``app_name`` here, before any view runs, so no endpoint can forget the check.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import HttpBearer
+
+from . import keys
+from .errors import ApiError
+from .models import ApiKey
+
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="memadmin"'}
+
+
+def _unauthorized(code: str, detail: str) -> ApiError:
+    return ApiError(401, code, detail, headers=CHALLENGE)
+
+
+class AppApiKey(HttpBearer):
+    """``Authorization: Bearer mma_…`` with a key of the app named in the path."""
+
+    def __call__(self, request: HttpRequest) -> ApiKey:
+        key = getattr(request, "_memadmin_api_key", None)
+        if key is None:
+            key = request._memadmin_api_key = self._check(request)
+        return key
+
+    def _check(self, request: HttpRequest) -> ApiKey:
+        header = request.headers.get("Authorization")
+        if not header:
+            raise _unauthorized(
+                "unauthorized", "Missing API key: send the header 'Authorization: Bearer <key>'."
+            )
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != self.openapi_scheme or not token:
+            raise _unauthorized("unauthorized", "The Authorization header must be 'Bearer <key>'.")
+        try:
+            key = keys.authenticate(token, timezone.now())
+        except keys.RevokedApiKey as exc:
+            raise _unauthorized("revoked_key", str(exc)) from None
+        except keys.InvalidApiKey as exc:
+            raise _unauthorized(
+                "invalid_key", f"{exc} Check the key, or ask ops to create one."
+            ) from None
+        app_name = (request.resolver_match.kwargs if request.resolver_match else {}).get("app_name")
+        if app_name is not None and app_name != key.app_name:
+            raise ApiError(
+                403,
+                "wrong_app",
+                f"This API key belongs to app {key.app_name!r}; it cannot be used for app "
+                f"{app_name!r}.",
+            )
+        return key
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
+        raise NotImplementedError  # everything happens in __call__

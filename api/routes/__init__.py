@@ -1,0 +1,37 @@
+"""Endpoints of API v1. Each one validates, calls one service function of ``records``
+(the same ones the in-process ADK services call) and shapes the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from django.http import HttpResponse
+from ninja import Path
+from pydantic import BaseModel
+
+from records.models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
+
+from ..schemas import ErrorOut
+
+AppName = Annotated[str, Path(max_length=APP_NAME_MAX, description="The app the key belongs to.")]
+UserId = Annotated[str, Path(max_length=USER_ID_MAX)]
+SessionId = Annotated[str, Path(max_length=SESSION_ID_MAX)]
+
+# Answers every endpoint may give besides its success (documented for clients and
+# checked by the schema fuzz test).
+ERRORS = {code: ErrorOut for code in (400, 401, 403, 413, 422)}
+NOT_FOUND = {404: ErrorOut}
+CONFLICT = {409: ErrorOut}
+
+
+def adk_json(model: BaseModel, status: int = 200) -> HttpResponse:
+    """ADK objects as ADK's JSON (camelCase, bytes as base64), rendered by pydantic.
+
+    ninja would dump them in Python mode, where bytes stay bytes; pydantic's JSON mode
+    is the serialisation the request side (and ADK's own api_server) uses.
+    """
+    return HttpResponse(
+        model.model_dump_json(by_alias=True, exclude_none=True),
+        status=status,
+        content_type="application/json",
+    )

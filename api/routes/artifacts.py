@@ -1,0 +1,150 @@
+"""Artifacts: what ``DjangoArtifactService`` does in-process, over HTTP.
+
+Filenames may contain '/' (and any other character), so they end the path.
+"""
+
+from __future__ import annotations
+
+from django.urls import register_converter
+from django.urls.converters import StringConverter
+from django.utils import timezone
+from google.genai import types
+from ninja import Query, Router, Status
+
+from records import artifacts
+
+from ..errors import ApiError
+from ..schemas import (
+    ArtifactKeysOut,
+    ArtifactSavedOut,
+    ArtifactVersionsOut,
+    DeletedOut,
+    SaveArtifactIn,
+)
+from . import ERRORS, NOT_FOUND, AppName, UserId, adk_json
+
+
+class AnyPathConverter(StringConverter):
+    """The rest of the path, whatever it holds ('/', even a newline: Django's own
+    ``path`` converter stops at one, and the filename would be unaddressable)."""
+
+    regex = r"[\s\S]+"
+
+
+register_converter(AnyPathConverter, "anypath")
+
+router = Router(tags=["artifacts"])
+
+MAX_VERSION = 2**31 - 1
+SessionQuery = Query(None, description="Needed for session-scoped (non 'user:') filenames.")
+
+
+@router.post(
+    "/artifacts",
+    response={201: ArtifactSavedOut, **ERRORS},
+    by_alias=True,
+    summary="Save a new version of an artifact (save_artifact)",
+)
+def save_artifact(request, app_name: AppName, user_id: UserId, body: SaveArtifactIn):
+    """Versions count from 0. A filename starting with ``user:`` is shared by the user's
+    sessions; any other needs a ``sessionId``. Inline bytes are base64 in JSON."""
+    version = artifacts.save_artifact(
+        app_name=app_name,
+        user_id=user_id,
+        filename=body.filename,
+        artifact=body.artifact,
+        session_id=body.session_id,
+        custom_metadata=body.custom_metadata,
+        now=timezone.now().timestamp(),
+    )
+    return Status(201, ArtifactSavedOut(version=version))
+
+
+@router.get(
+    "/artifacts",
+    response={200: ArtifactKeysOut, **ERRORS},
+    by_alias=True,
+    summary="List artifact filenames (list_artifact_keys)",
+)
+def list_artifact_keys(
+    request, app_name: AppName, user_id: UserId, session_id: str | None = SessionQuery
+):
+    """The session's and the user's filenames; without ``session_id`` the user's only."""
+    return ArtifactKeysOut(
+        filenames=artifacts.list_artifact_keys(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+    )
+
+
+@router.get(
+    "/artifacts/{anypath:filename}",
+    response={200: types.Part, **ERRORS, **NOT_FOUND},
+    by_alias=True,
+    summary="Load an artifact (load_artifact)",
+)
+def load_artifact(
+    request,
+    app_name: AppName,
+    user_id: UserId,
+    filename: str,
+    session_id: str | None = SessionQuery,
+    version: int | None = Query(
+        None,
+        ge=-MAX_VERSION,
+        le=MAX_VERSION,
+        description="Latest if absent; a version that does not exist (negative ones "
+        "included, as in ADK) is a 404.",
+    ),
+):
+    """The artifact's ``Part`` (404 ``artifact_not_found`` if there is none)."""
+    part = artifacts.load_artifact(
+        app_name=app_name,
+        user_id=user_id,
+        filename=filename,
+        session_id=session_id,
+        version=version,
+    )
+    if part is None:
+        which = "latest version" if version is None else f"version {version}"
+        raise ApiError(404, "artifact_not_found", f"Artifact {filename!r} has no {which}.")
+    return adk_json(part)
+
+
+@router.get(
+    "/artifact-versions/{anypath:filename}",
+    response={200: ArtifactVersionsOut, **ERRORS},
+    by_alias=True,
+    summary="List an artifact's versions with metadata (list_artifact_versions)",
+)
+def list_artifact_versions(
+    request,
+    app_name: AppName,
+    user_id: UserId,
+    filename: str,
+    session_id: str | None = SessionQuery,
+):
+    """Oldest first; empty when the artifact does not exist."""
+    versions = artifacts.list_artifact_versions(
+        app_name=app_name, user_id=user_id, filename=filename, session_id=session_id
+    )
+    return adk_json(ArtifactVersionsOut(versions=versions))
+
+
+@router.delete(
+    "/artifacts/{anypath:filename}",
+    response={200: DeletedOut, **ERRORS},
+    by_alias=True,
+    summary="Delete every version of an artifact (delete_artifact)",
+)
+def delete_artifact(
+    request,
+    app_name: AppName,
+    user_id: UserId,
+    filename: str,
+    session_id: str | None = SessionQuery,
+):
+    deleted = artifacts.delete_artifact(
+        app_name=app_name, user_id=user_id, filename=filename, session_id=session_id
+    )
+    return DeletedOut(deleted=deleted)

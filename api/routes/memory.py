@@ -1,0 +1,120 @@
+"""Memory: what ``EvictingMemoryService`` does in-process, over HTTP."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+from google.adk.memory.base_memory_service import SearchMemoryResponse
+from ninja import Router
+
+from records import memory_service, store
+
+from ..errors import ApiError
+from ..schemas import (
+    AddMemoriesIn,
+    DeletedOut,
+    IngestEventsIn,
+    IngestOut,
+    IngestSessionIn,
+    SearchIn,
+    SearchOut,
+)
+from . import ERRORS, AppName, UserId, adk_json
+
+router = Router(tags=["memory"])
+
+
+def _ingested(result: store.IngestResult) -> IngestOut:
+    return IngestOut(
+        candidates=result.candidates,
+        added=result.added,
+        duplicates=result.duplicates,
+        previously_evicted=result.previously_evicted,
+        evicted=len(result.evicted),
+    )
+
+
+@router.post(
+    "/memory/sessions",
+    response={200: IngestOut, **ERRORS},
+    by_alias=True,
+    summary="Add a session to memory (add_session_to_memory)",
+)
+def add_session(request, app_name: AppName, user_id: UserId, body: IngestSessionIn):
+    """Extract the session's events into records, store the new ones and enforce the
+    app's policy for this user. Idempotent: re-sending a session adds only new events.
+    The session's ``appName`` and ``userId`` must be the path's."""
+    session = body.session
+    if (session.app_name, session.user_id) != (app_name, user_id):
+        raise ApiError(
+            422,
+            "invalid_input",
+            f"session.appName/userId ({session.app_name!r}, {session.user_id!r}) must match "
+            f"the path ({app_name!r}, {user_id!r}).",
+        )
+    # One transaction: the records and the day's ingest counter, or neither.
+    with transaction.atomic():
+        result = memory_service.add_session(session, timezone.now())
+    return _ingested(result)
+
+
+@router.post(
+    "/memory/events",
+    response={200: IngestOut, **ERRORS},
+    by_alias=True,
+    summary="Add events to memory (add_events_to_memory)",
+)
+def add_events(request, app_name: AppName, user_id: UserId, body: IngestEventsIn):
+    """A delta of events, e.g. the latest turn. Idempotent per event id and session."""
+    result = memory_service.add_events(
+        app_name, user_id, body.events, timezone.now(), session_id=body.session_id
+    )
+    return _ingested(result)
+
+
+@router.post(
+    "/memory/entries",
+    response={200: IngestOut, **ERRORS},
+    by_alias=True,
+    summary="Add explicit memories (add_memory)",
+)
+def add_memories(request, app_name: AppName, user_id: UserId, body: AddMemoriesIn):
+    """``customMetadata`` may set ``importance`` (0..1) and ``pinned`` for the entries."""
+    result = memory_service.add_memories(
+        app_name, user_id, body.memories, timezone.now(), body.custom_metadata
+    )
+    return _ingested(result)
+
+
+@router.post(
+    "/memory/search",
+    response={200: SearchOut, **ERRORS},
+    by_alias=True,
+    summary="Search memory (search_memory)",
+)
+def search(request, app_name: AppName, user_id: UserId, body: SearchIn):
+    """At most 10 unexpired records, most relevant first, as ADK ``MemoryEntry``s; the
+    records returned count as used (hits, last access)."""
+    entries = memory_service.search_entries(app_name, user_id, body.query, timezone.now())
+    return adk_json(SearchMemoryResponse(memories=entries))
+
+
+@router.delete(
+    "/memory/{memory_id}",
+    response={200: DeletedOut, **ERRORS},
+    by_alias=True,
+    summary="Delete one memory (delete_memory)",
+)
+def delete_memory(request, app_name: AppName, user_id: UserId, memory_id: str):
+    """``memory_id`` is the ``id`` search returned. Logged as a manual eviction."""
+    return DeletedOut(deleted=memory_service.delete(app_name, user_id, memory_id, timezone.now()))
+
+
+@router.delete(
+    "/memory",
+    response={200: DeletedOut, **ERRORS},
+    by_alias=True,
+    summary="Delete all of the user's memories (delete_memory without an id)",
+)
+def delete_all_memories(request, app_name: AppName, user_id: UserId):
+    return DeletedOut(deleted=memory_service.delete(app_name, user_id, None, timezone.now()))

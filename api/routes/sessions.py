@@ -1,0 +1,202 @@
+"""Sessions: what ``DjangoSessionService`` does in-process, over HTTP."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import GetSessionConfig
+from google.adk.sessions.session import Session
+from ninja import Query, Router
+
+from records import sessions
+
+from ..errors import ApiError
+from ..schemas import (
+    AppendEventIn,
+    AppendEventOut,
+    CreateSessionIn,
+    SessionDeletedOut,
+    SessionListOut,
+    SessionOut,
+    UserStateOut,
+)
+from . import CONFLICT, ERRORS, NOT_FOUND, AppName, SessionId, UserId, adk_json
+
+router = Router(tags=["sessions"])
+app_router = Router(tags=["sessions"])
+
+# Far beyond any real session, small enough for every database's OFFSET.
+MAX_EVENTS_PARAM = 1_000_000_000
+
+
+def _session_json(session: Session, status: int = 200):
+    return adk_json(SessionOut.of(session), status=status)
+
+
+@router.post(
+    "/sessions",
+    response={201: SessionOut, **ERRORS, **CONFLICT},
+    by_alias=True,
+    summary="Create a session (create_session)",
+)
+def create_session(request, app_name: AppName, user_id: UserId, body: CreateSessionIn):
+    """``app:`` and ``user:`` keys of ``state`` go to the app's and the user's shared
+    state. A taken ``sessionId`` is refused with 409 ``already_exists``."""
+    session = sessions.create_session(
+        app_name=app_name,
+        user_id=user_id,
+        state=body.state,
+        session_id=body.session_id,
+        now=timezone.now().timestamp(),
+    )
+    return _session_json(session, status=201)
+
+
+@router.get(
+    "/sessions",
+    response={200: SessionListOut, **ERRORS},
+    by_alias=True,
+    summary="List the user's sessions (list_sessions)",
+)
+def list_user_sessions(request, app_name: AppName, user_id: UserId):
+    """Without events, oldest ``lastUpdateTime`` first."""
+    listed = sessions.list_sessions(app_name=app_name, user_id=user_id)
+    return adk_json(SessionListOut(sessions=[SessionOut.of(s) for s in listed.sessions]))
+
+
+@app_router.get(
+    "/sessions",
+    response={200: SessionListOut, **ERRORS},
+    by_alias=True,
+    summary="List every user's sessions (list_sessions without user_id)",
+)
+def list_app_sessions(request, app_name: AppName):
+    """Without events, oldest ``lastUpdateTime`` first."""
+    listed = sessions.list_sessions(app_name=app_name)
+    return adk_json(SessionListOut(sessions=[SessionOut.of(s) for s in listed.sessions]))
+
+
+@router.get(
+    "/sessions/{session_id}",
+    response={200: SessionOut, **ERRORS, **NOT_FOUND},
+    by_alias=True,
+    summary="Get a session (get_session)",
+)
+def get_session(
+    request,
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
+    num_recent_events: int | None = Query(None, ge=0, le=MAX_EVENTS_PARAM),
+    after_timestamp: float | None = Query(None, allow_inf_nan=False),
+):
+    """Events in append order: the last ``num_recent_events``, then those after the
+    newest event older than ``after_timestamp`` (epoch seconds), as ADK filters them."""
+    config = None
+    if num_recent_events is not None or after_timestamp is not None:
+        config = GetSessionConfig(
+            num_recent_events=num_recent_events, after_timestamp=after_timestamp
+        )
+    session = sessions.get_session(
+        app_name=app_name, user_id=user_id, session_id=session_id, config=config
+    )
+    if session is None:
+        raise ApiError(404, "session_not_found", f"Session {session_id} not found.")
+    return _session_json(session)
+
+
+@router.delete(
+    "/sessions/{session_id}",
+    response={200: SessionDeletedOut, **ERRORS},
+    by_alias=True,
+    summary="Delete a session (delete_session)",
+)
+def delete_session(request, app_name: AppName, user_id: UserId, session_id: SessionId):
+    """Deletes the session and its events, not its artifacts (delete those first)."""
+    deleted = sessions.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+    return SessionDeletedOut(deleted=deleted)
+
+
+@router.post(
+    "/sessions/{session_id}/events",
+    response={200: AppendEventOut, **ERRORS, **NOT_FOUND, **CONFLICT},
+    by_alias=True,
+    summary="Append an event (append_event)",
+)
+def append_event(
+    request, app_name: AppName, user_id: UserId, session_id: SessionId, body: AppendEventIn
+):
+    """Stores the event and applies its state delta. Send the ``revision`` the session
+    was read at: if storage has moved on, the append is refused with 409
+    ``stale_session`` (reload and retry). An equal re-delivery of a stored event is not
+    stored twice, so retrying after a lost answer is safe."""
+    event = body.event
+    if event.partial:
+        raise ApiError(
+            422,
+            "invalid_input",
+            "Partial (streaming) events are never stored; append the final event instead.",
+        )
+    held = Session(
+        app_name=app_name,
+        user_id=user_id,
+        id=session_id,
+        last_update_time=body.last_update_time or 0.0,
+        # Only the last event's id matters to the stale check of a session without a
+        # revision (see records.sessions._check_not_stale).
+        events=[Event(id=body.last_event_id, author="")] if body.last_event_id else [],
+    )
+    held._storage_update_marker = body.revision
+    sessions.append_event(held, event)
+    if held.events and held.events[-1] is event:
+        return adk_json(
+            AppendEventOut(
+                event=event,
+                revision=held._storage_update_marker,
+                last_update_time=held.last_update_time,
+                stored=True,
+            )
+        )
+    return adk_json(_redelivered(app_name, user_id, session_id, event, body.revision))
+
+
+def _redelivered(app_name, user_id, session_id, event, revision: str | None) -> AppendEventOut:
+    """The answer to an equal re-delivery, which was not stored again.
+
+    Typically a retry after the answer to the first delivery was lost. If that first
+    delivery is the only write since the caller's revision, the caller may adopt the
+    revision after it (and apply the event locally); otherwise (or without a revision)
+    its session object is left as it was: a later append may then be stale, which is
+    safe.
+    """
+    latest = sessions.get_session(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        config=GetSessionConfig(num_recent_events=1),
+    )
+    caught_up = (
+        latest is not None
+        and bool(latest.events)
+        and latest.events[-1].id == event.id
+        and revision is not None
+        and revision.isdigit()
+        and latest._storage_update_marker == str(int(revision) + 1)
+    )
+    return AppendEventOut(
+        event=event,
+        revision=latest._storage_update_marker if caught_up else None,
+        last_update_time=latest.last_update_time if caught_up else None,
+        stored=False,
+    )
+
+
+@router.get(
+    "/state",
+    response={200: UserStateOut, **ERRORS},
+    by_alias=True,
+    summary="The user's state (get_user_state)",
+)
+def get_user_state(request, app_name: AppName, user_id: UserId):
+    """The ``user:`` state shared by the user's sessions, keys without the prefix."""
+    return adk_json(UserStateOut(state=sessions.get_user_state(app_name=app_name, user_id=user_id)))

@@ -1,0 +1,182 @@
+"""The HTTP client the remote services share: one connection pool per event loop,
+timeouts, and retries with backoff for calls that are safe to repeat.
+
+No Django here (nor anywhere in memadmin_client): agents import it in processes
+that have no Django and no memadmin settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import weakref
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from google.adk.errors.input_validation_error import InputValidationError
+
+from . import __version__
+from .errors import MemadminUnavailable, NotAuthorized, error_from_response
+
+API_PREFIX = "/api/v1"
+# Answers worth another try: the server or a proxy in front of it had a bad moment.
+RETRY_STATUSES = frozenset({500, 502, 503, 504})
+# Failures that happen before the request is sent: any call may be retried after them.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def segment(name: str, value: object) -> str:
+    """``value`` as one URL path segment; ids the API cannot address are refused here
+    (with ADK's InputValidationError, a ValueError, as the in-process services do)."""
+    if not isinstance(value, str):
+        raise InputValidationError(f"{name} must be a string, not {type(value).__name__}.")
+    if not value.strip():
+        raise InputValidationError(f"{name} must not be empty or blank.")
+    if "/" in value or value in {".", ".."}:
+        raise InputValidationError(
+            f"{name} {value!r} cannot be used over HTTP: no '/', '.' or '..'."
+        )
+    return quote(value, safe="")
+
+
+def file_path(filename: object) -> str:
+    """An artifact filename as the last part of a path (it may contain '/')."""
+    if not isinstance(filename, str):
+        raise InputValidationError(f"filename must be a string, not {type(filename).__name__}.")
+    if not filename.strip():
+        raise InputValidationError("filename must not be empty or blank.")
+    if any(part in {"", ".", ".."} for part in filename.split("/")):
+        raise InputValidationError(
+            f"filename {filename!r} cannot be used over HTTP: no empty, '.' or '..' parts."
+        )
+    return quote(filename, safe="/")
+
+
+class MemadminClient:
+    """Talks to one memadmin server.
+
+    ``base_url`` is the server (``https://memadmin.example.com``); ``api_key`` a key
+    of the app the agent runs as (``manage.py apikey create``), or a mapping
+    ``{app_name: key}`` for a process that serves several apps (ADK's api_server, say):
+    every key is scoped to one app. Idempotent calls are
+    retried ``retries`` times on connection errors, timeouts and 5xx, with exponential
+    backoff and jitter; any call is retried when the connection could not be opened.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | Mapping[str, str],
+        *,
+        timeout: float = 10.0,
+        connect_timeout: float = 5.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+        max_backoff: float = 5.0,
+        limits: httpx.Limits | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not api_key:
+            raise ValueError("api_key is required: create one with 'manage.py apikey create'.")
+        base = base_url.rstrip("/")
+        self.base_url = base if base.endswith(API_PREFIX) else base + API_PREFIX
+        self._keys: str | dict[str, str] = api_key if isinstance(api_key, str) else dict(api_key)
+        self._headers = {
+            "Accept": "application/json",
+            "User-Agent": f"memadmin-client/{__version__}",
+        }
+        self._timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
+        self.retries = retries
+        self.backoff, self.max_backoff = backoff, max_backoff
+        self._limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
+        self._transport = transport
+        # An httpx.AsyncClient belongs to the event loop it first ran on; keep one per
+        # loop so a service object survives asyncio.run() being called more than once.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=self._headers,
+                timeout=self._timeout,
+                limits=self._limits,
+                transport=self._transport,
+            )
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close this loop's connections (others close with their loops)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
+
+    async def __aenter__(self) -> MemadminClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        retry_after = response.headers.get("Retry-After") if response is not None else None
+        if retry_after and retry_after.isdigit():
+            return min(float(retry_after), self.max_backoff)
+        return min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
+
+    def _authorization(self, app_name: str) -> dict[str, str]:
+        if isinstance(self._keys, str):
+            return {"Authorization": f"Bearer {self._keys}"}
+        key = self._keys.get(app_name)
+        if key is None:
+            raise NotAuthorized(
+                f"No API key for app {app_name!r} (keys are for {sorted(self._keys)}).",
+                code="no_key",
+            )
+        return {"Authorization": f"Bearer {key}"}
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        app_name: str,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        idempotent: bool,
+        allow: frozenset[int] = frozenset(),
+    ) -> httpx.Response:
+        """Send; return a 2xx answer (or one whose status is in ``allow``); raise the
+        mapped error for anything else."""
+        headers = self._authorization(app_name)
+        if params:
+            params = {k: v for k, v in params.items() if v is not None}
+        attempt = 0
+        while True:
+            response = None
+            try:
+                response = await self._client().request(
+                    method, path, json=json, params=params, headers=headers
+                )
+            except httpx.TransportError as exc:
+                retry = idempotent or isinstance(exc, NOT_SENT)
+                if not retry or attempt >= self.retries:
+                    raise MemadminUnavailable(
+                        f"memadmin at {self.base_url} did not answer {method} {path}: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+            else:
+                if response.is_success or response.status_code in allow:
+                    return response
+                if not (idempotent and response.status_code in RETRY_STATUSES) or (
+                    attempt >= self.retries
+                ):
+                    raise error_from_response(response)
+            await asyncio.sleep(self._delay(attempt, response))
+            attempt += 1

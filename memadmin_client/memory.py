@@ -1,0 +1,136 @@
+"""``RemoteMemoryService``: ADK's BaseMemoryService over memadmin's HTTP API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, override
+
+from google.adk.events.event import Event
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.session import Session
+
+from .http import MemadminClient, segment
+from .sessions import _client, user_path
+from .wire import dump
+
+
+class RemoteMemoryService(BaseMemoryService):
+    """memadmin's evicting memory (rules, pins, caps, TTL), run by a memadmin server.
+
+    Behaves as the in-process ``EvictingMemoryService``: idempotent ingest, search of
+    unexpired records ranked by relevance (which counts as a use), deletes logged as
+    manual evictions.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        client: MemadminClient | None = None,
+        **client_options: Any,
+    ) -> None:
+        self.client = _client(base_url, api_key, client, client_options)
+
+    @override
+    async def add_session_to_memory(self, session: Session) -> None:
+        if not isinstance(session, Session):
+            raise TypeError("add_session_to_memory expects a google.adk Session")
+        await self.client.request(
+            "POST",
+            f"{user_path(session.app_name, session.user_id)}/memory/sessions",
+            json={"session": dump(session)},
+            app_name=session.app_name,
+            idempotent=True,  # ingest never duplicates a record
+        )
+
+    @override
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        events = list(events)
+        for event in events:
+            if not isinstance(event, Event):
+                raise TypeError(
+                    f"events must be google.adk Event objects, not {type(event).__name__}"
+                )
+        body: dict[str, Any] = {"events": [dump(e) for e in events]}
+        if session_id is not None:
+            body["sessionId"] = session_id
+        await self.client.request(
+            "POST",
+            f"{user_path(app_name, user_id)}/memory/events",
+            json=body,
+            app_name=app_name,
+            idempotent=True,
+        )
+
+    @override
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[MemoryEntry],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        memories = list(memories)
+        for memory in memories:
+            if not isinstance(memory, MemoryEntry):
+                raise TypeError(
+                    f"memories must be MemoryEntry objects, not {type(memory).__name__}"
+                )
+        body: dict[str, Any] = {"memories": [dump(m) for m in memories]}
+        if custom_metadata is not None:
+            body["customMetadata"] = dict(custom_metadata)
+        await self.client.request(
+            "POST",
+            f"{user_path(app_name, user_id)}/memory/entries",
+            json=body,
+            # Entries with ids are deduplicated; without one a retry could store twice.
+            app_name=app_name,
+            idempotent=all(m.id for m in memories),
+        )
+
+    @override
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str
+    ) -> SearchMemoryResponse:
+        response = await self.client.request(
+            "POST",
+            f"{user_path(app_name, user_id)}/memory/search",
+            json={"query": query},
+            app_name=app_name,
+            idempotent=True,  # at worst a record is counted as used twice
+        )
+        return SearchMemoryResponse.model_validate(response.json())
+
+    @override
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> None:
+        path = f"{user_path(app_name, user_id)}/memory"
+        if memory_id is not None:
+            path += f"/{segment('memory_id', memory_id)}"
+        await self.client.request("DELETE", path, app_name=app_name, idempotent=True)
+
+    async def report_correction(
+        self, *, app_name: str, user_id: str, session_id: str = "", about: str = ""
+    ) -> bool:
+        """Report that the user had to repeat something; True if it matches a record
+        evicted recently (a sign the policy evicted something still wanted)."""
+        response = await self.client.request(
+            "POST",
+            f"{user_path(app_name, user_id)}/corrections",
+            json={"sessionId": session_id, "about": about},
+            app_name=app_name,
+            idempotent=False,
+        )
+        return bool(response.json()["matchedEviction"])

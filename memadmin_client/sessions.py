@@ -1,0 +1,160 @@
+"""``RemoteSessionService``: ADK's BaseSessionService over memadmin's HTTP API."""
+
+from __future__ import annotations
+
+from typing import Any, override
+
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+
+from .http import MemadminClient, segment
+from .wire import dump, json_safe_state, session_from, without_temp_state
+
+
+def _stripped(session_id: object) -> object:
+    # ADK's services ignore surrounding whitespace in a session id; so does memadmin.
+    return session_id.strip() if isinstance(session_id, str) else session_id
+
+
+def user_path(app_name: str, user_id: str) -> str:
+    return f"/apps/{segment('app_name', app_name)}/users/{segment('user_id', user_id)}"
+
+
+def session_path(app_name: str, user_id: str, session_id: str) -> str:
+    return f"{user_path(app_name, user_id)}/sessions/{segment('session_id', session_id)}"
+
+
+def _client(base_url, api_key, client, options) -> MemadminClient:
+    if client is not None:
+        return client
+    if base_url is None or api_key is None:
+        raise TypeError("pass base_url and api_key, or client=MemadminClient(...)")
+    return MemadminClient(base_url, api_key, **options)
+
+
+class RemoteSessionService(BaseSessionService):
+    """Sessions, events and state kept by a memadmin server.
+
+    Behaves as memadmin's in-process ``DjangoSessionService``: the same state prefixes,
+    idempotent appends and stale-session detection (each session carries the revision
+    it was read at; appending from an older one raises ADK's ``StaleSessionError``).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        client: MemadminClient | None = None,
+        **client_options: Any,
+    ) -> None:
+        self.client = _client(base_url, api_key, client, client_options)
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        body: dict[str, Any] = {}
+        if state is not None:
+            if not isinstance(state, dict):
+                raise ValueError(
+                    f"state must be a dict of key -> value, not {type(state).__name__}."
+                )
+            body["state"] = json_safe_state(state)
+        if session_id is not None:
+            body["sessionId"] = session_id
+        # Not retried once sent: after a lost answer a retry would be refused as taken.
+        response = await self.client.request(
+            "POST",
+            f"{user_path(app_name, user_id)}/sessions",
+            json=body,
+            app_name=app_name,
+            idempotent=False,
+        )
+        return session_from(response.json())
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        params = {}
+        if config is not None:
+            params = {
+                "num_recent_events": config.num_recent_events,
+                "after_timestamp": config.after_timestamp,
+            }
+        path = session_path(app_name, user_id, _stripped(session_id))
+        response = await self.client.request(
+            "GET", path, params=params, app_name=app_name, idempotent=True, allow=frozenset({404})
+        )
+        if response.status_code == 404:
+            return None
+        return session_from(response.json())
+
+    @override
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        if user_id is None:
+            path = f"/apps/{segment('app_name', app_name)}/sessions"
+        else:
+            path = f"{user_path(app_name, user_id)}/sessions"
+        response = await self.client.request("GET", path, app_name=app_name, idempotent=True)
+        return ListSessionsResponse(sessions=[session_from(s) for s in response.json()["sessions"]])
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        path = session_path(app_name, user_id, _stripped(session_id))
+        await self.client.request("DELETE", path, app_name=app_name, idempotent=True)
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        response = await self.client.request(
+            "GET", f"{user_path(app_name, user_id)}/state", app_name=app_name, idempotent=True
+        )
+        return response.json()["state"]
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        body: dict[str, Any] = {
+            # Sent without temp: keys, as it will be stored, so that a retry is an equal
+            # re-delivery the server recognises (it never stores an event twice).
+            "event": dump(without_temp_state(event)),
+            "revision": session._storage_update_marker,
+        }
+        if session._storage_update_marker is None:  # a session object not read from us
+            body["lastUpdateTime"] = session.last_update_time
+            if session.events:
+                body["lastEventId"] = session.events[-1].id
+        path = session_path(session.app_name, session.user_id, session.id) + "/events"
+        answer = (
+            await self.client.request(
+                "POST", path, json=body, app_name=session.app_name, idempotent=True
+            )
+        ).json()
+        if answer.get("revision") is None:
+            # A re-delivery of a stored event this session object should not take.
+            return event
+        # As ADK's base service: temp state for the rest of the invocation, the rest of
+        # the delta into the session's state, the event appended.
+        event = await super().append_event(session, event)
+        session.last_update_time = answer["lastUpdateTime"]
+        session._storage_update_marker = answer["revision"]
+        return event

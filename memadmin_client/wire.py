@@ -1,0 +1,42 @@
+"""ADK objects to and from the API's JSON (ADK's own: camelCase, bytes as base64)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.adk.events.event import Event
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+
+def dump(model: BaseModel) -> Any:
+    return json.loads(model.model_dump_json(by_alias=True, exclude_none=True))
+
+
+def session_from(data: dict[str, Any]) -> Session:
+    """A Session from the API, carrying the storage revision it was read at."""
+    data = dict(data)
+    revision = data.pop("revision", None)
+    session = Session.model_validate(data)
+    session._storage_update_marker = revision
+    return session
+
+
+def json_safe_state(state: dict[str, Any]) -> dict[str, Any]:
+    """State as JSON: rich values as pydantic dumps them, the rest by their str()."""
+    return to_jsonable_python(state, fallback=str)
+
+
+def without_temp_state(event: Event) -> Event:
+    """A copy of ``event`` whose state delta has no ``temp:`` keys (never stored)."""
+    delta = event.actions.state_delta if event.actions else None
+    if not delta or not any(k.startswith(State.TEMP_PREFIX) for k in delta):
+        return event
+    copy = event.model_copy(deep=True)
+    copy.actions.state_delta = {
+        k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)
+    }
+    return copy

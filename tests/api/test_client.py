@@ -1,0 +1,263 @@
+"""memadmin_client beyond ADK's contract: no Django, retries, errors, keys per app."""
+
+import asyncio
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from django.utils import timezone
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.sessions.session import Session
+
+from api import keys
+from memadmin_client import (
+    InvalidRequest,
+    MemadminClient,
+    MemadminUnavailable,
+    NotAuthorized,
+    RemoteMemoryService,
+    RemoteSessionService,
+    ServerError,
+)
+from records.models import MemoryRecord, SessionEvent
+
+from ..records.factories import text_event
+from .conftest import APP, NO_KEEPALIVE, OTHER_APP, USER
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_client_imports_without_django():
+    code = (
+        "import sys\n"
+        "sys.modules['django'] = None  # any 'import django...' now fails\n"
+        "import memadmin_client\n"
+        "from memadmin_client import RemoteArtifactService, RemoteMemoryService,"
+        " RemoteSessionService\n"
+        "RemoteSessionService('http://127.0.0.1:9', 'mma_x_y')\n"
+        "assert not any(m == 'django' or m.startswith('django.') for m in sys.modules"
+        " if sys.modules[m] is not None)\n"
+        "print('ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+# --- retries, against scripted HTTP answers (the network is what is faked) ------------------
+
+
+class Script(httpx.AsyncBaseTransport):
+    """Answers requests from a list: an httpx.Response, or an exception to raise."""
+
+    def __init__(self, *answers):
+        self.answers, self.requests = list(answers), []
+
+    async def handle_async_request(self, request):
+        self.requests.append(request)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def scripted(*answers):
+    transport = Script(*answers)
+    client = MemadminClient("http://memadmin.test", "mma_k_s", transport=transport, backoff=0)
+    return client, transport
+
+
+def session_json(**extra):
+    return {"id": "s1", "appName": APP, "userId": USER, "revision": "3", **extra}
+
+
+def test_idempotent_calls_are_retried_on_5xx_and_connection_errors():
+    client, transport = scripted(
+        httpx.ConnectError("refused"),
+        httpx.Response(503),
+        httpx.ReadTimeout("slow"),
+        httpx.Response(200, json=session_json()),
+    )
+    service = RemoteSessionService(client=client)
+    got = asyncio.run(service.get_session(app_name=APP, user_id=USER, session_id="s1"))
+    assert got.id == "s1" and got._storage_update_marker == "3"
+    assert len(transport.requests) == 4
+    assert transport.requests[0].headers["Authorization"] == "Bearer mma_k_s"
+    assert str(transport.requests[0].url) == (
+        f"http://memadmin.test/api/v1/apps/{APP}/users/{USER}/sessions/s1"
+    )
+
+
+def test_retries_are_bounded():
+    client, transport = scripted(*[httpx.Response(502) for _ in range(4)])
+    service = RemoteSessionService(client=client)
+    with pytest.raises(ServerError):
+        asyncio.run(service.get_user_state(app_name=APP, user_id=USER))
+    assert len(transport.requests) == 4  # the first try and 3 retries
+
+
+def test_a_call_that_is_not_idempotent_is_retried_only_if_it_was_never_sent():
+    client, transport = scripted(
+        httpx.ConnectError("refused"), httpx.Response(201, json=session_json(revision="0"))
+    )
+    service = RemoteSessionService(client=client)
+    created = asyncio.run(service.create_session(app_name=APP, user_id=USER, session_id="s1"))
+    assert created.id == "s1" and len(transport.requests) == 2
+
+    for failure in (httpx.Response(503), httpx.ReadTimeout("answer lost")):
+        client, transport = scripted(failure)
+        service = RemoteSessionService(client=client)
+        with pytest.raises((ServerError, MemadminUnavailable)):
+            asyncio.run(service.create_session(app_name=APP, user_id=USER, session_id="s1"))
+        assert len(transport.requests) == 1
+
+
+def test_refused_input_is_a_value_error_with_the_servers_message():
+    client, _ = scripted(
+        httpx.Response(422, json={"detail": "user_id is 300 characters long", "code": "x"})
+    )
+    with pytest.raises(InvalidRequest, match="300 characters") as caught:
+        asyncio.run(RemoteSessionService(client=client).get_user_state(app_name=APP, user_id=USER))
+    assert isinstance(caught.value, ValueError) and caught.value.status == 422
+
+
+def test_ids_the_api_cannot_address_are_refused_before_sending():
+    client, transport = scripted()
+    service = RemoteSessionService(client=client)
+    for bad in ("", "a/b", "..", "   "):
+        with pytest.raises(ValueError):
+            asyncio.run(service.get_user_state(app_name=APP, user_id=bad))
+    assert transport.requests == []
+
+
+# --- against a live server -------------------------------------------------------------------
+
+
+@pytest.fixture
+def live_key(live_server, transactional_db):
+    return live_server.url, keys.create_key(APP, "client test", timezone.now()).token
+
+
+def test_wrong_revoked_and_foreign_keys_raise_not_authorized(live_key):
+    url, token = live_key
+    wrong = RemoteSessionService(url, "mma_000000000000_wrong", limits=NO_KEEPALIVE)
+    with pytest.raises(NotAuthorized) as caught:
+        asyncio.run(wrong.list_sessions(app_name=APP, user_id=USER))
+    assert (caught.value.status, caught.value.code) == (401, "invalid_key")
+
+    right = RemoteSessionService(url, token, limits=NO_KEEPALIVE)
+    with pytest.raises(NotAuthorized) as caught:
+        asyncio.run(right.list_sessions(app_name=OTHER_APP, user_id=USER))
+    assert (caught.value.status, caught.value.code) == (403, "wrong_app")
+
+    keys.revoke_key(token.split("_")[1], timezone.now())
+    with pytest.raises(NotAuthorized, match="revoked"):
+        asyncio.run(right.list_sessions(app_name=APP, user_id=USER))
+
+
+def test_keys_per_app_pick_the_apps_key(live_key):
+    url, token = live_key
+    service = RemoteSessionService(url, {APP: token}, limits=NO_KEEPALIVE)
+    assert asyncio.run(service.list_sessions(app_name=APP)).sessions == []
+    with pytest.raises(NotAuthorized, match="No API key for app"):
+        asyncio.run(service.list_sessions(app_name=OTHER_APP))
+
+
+def test_one_service_object_serves_several_event_loops(live_key):
+    service = RemoteSessionService(*live_key)  # with keep-alive: a pool per loop
+
+    async def create_twice(service):
+        await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+        await service.create_session(app_name=APP, user_id=USER, session_id="s2")
+
+    async def get_and_close(service):
+        try:
+            return await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+        finally:
+            await service.client.aclose()
+
+    asyncio.run(create_twice(service))  # leaves a kept-alive connection in that loop's pool
+    # a second asyncio.run: a new loop, so a new connection pool
+    assert asyncio.run(get_and_close(service)).id == "s1"
+    del service  # and with it the first loop's connection (its server thread ends)
+    gc.collect()
+
+
+def test_an_oversized_request_is_refused_with_the_limit(live_key, settings):
+    settings.MEMADMIN_API_MAX_BODY_BYTES = 10_000
+    memory = RemoteMemoryService(*live_key, limits=NO_KEEPALIVE)
+    huge = Session(id="s1", app_name=APP, user_id=USER, events=[text_event("x" * 20_000)])
+    with pytest.raises(InvalidRequest, match="at most 10000") as caught:
+        asyncio.run(memory.add_session_to_memory(huge))
+    assert caught.value.status == 413
+
+
+class LoseAnswers(httpx.AsyncHTTPTransport):
+    """A real HTTP transport that loses the answer to the first append: the server
+    stores the event, the client sees a read timeout."""
+
+    def __init__(self):
+        super().__init__(limits=NO_KEEPALIVE)
+        self.appends = 0
+
+    async def handle_async_request(self, request):
+        response = await super().handle_async_request(request)
+        if request.url.path.endswith("/events"):
+            self.appends += 1
+            if self.appends == 1:
+                await response.aread()
+                raise httpx.ReadTimeout("the answer was lost", request=request)
+        return response
+
+
+def test_an_append_whose_answer_was_lost_is_retried_without_going_stale(live_key):
+    url, token = live_key
+    transport = LoseAnswers()
+    service = RemoteSessionService(
+        client=MemadminClient(url, token, transport=transport, backoff=0.01)
+    )
+
+    async def scenario():
+        session = await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+        first = text_event("I am allergic to penicillin")
+        await service.append_event(session, first)  # stored; answer lost; retried
+        assert session._storage_update_marker == "1"
+        assert [e.id for e in session.events] == [first.id]
+        await service.append_event(session, text_event("and to latex"))  # not stale
+        stale = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+        await service.append_event(session, text_event("third"))
+        with pytest.raises(StaleSessionError):
+            await service.append_event(stale, text_event("from an old copy"))
+        return session
+
+    session = asyncio.run(scenario())
+    assert transport.appends == 5
+    stored = list(SessionEvent.objects.order_by("position").values_list("event_id", flat=True))
+    assert stored == [e.id for e in session.events]  # each event once, in order
+
+
+def test_the_example_agent_runs_against_a_live_server(live_key):
+    url, token = live_key
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    env.pop("GOOGLE_API_KEY", None)  # the deterministic agent: no model, no network
+    env.update(MEMADMIN_URL=url, MEMADMIN_API_KEY=token, PYTHONPATH=str(ROOT))
+    result = subprocess.run(
+        [sys.executable, "examples/remote_agent.py", "--app", APP, "--user", "reader"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[-1] == "agent: You told me: I am allergic to penicillin."
+    pinned = MemoryRecord.objects.get(app_name=APP, user_id="reader", pinned=True)
+    assert pinned.content == "I am allergic to penicillin."
