@@ -19,6 +19,8 @@ RULE_CHANGE = "rule.change"
 RECORDS_RESCORE = "records.rescore"
 RUN_START = "run.start"
 PLAN_APPLY = "plan.apply"
+# The entry names the request, never the subject: the staff log keeps no erased user id.
+ERASURE_SUBMIT = "erasure.submit"
 ACTIONS = (
     RECORD_PIN,
     RECORD_UNPIN,
@@ -28,6 +30,7 @@ ACTIONS = (
     RECORDS_RESCORE,
     RUN_START,
     PLAN_APPLY,
+    ERASURE_SUBMIT,
 )
 
 # Keys under which content would travel (record text, ADK parts, summaries).

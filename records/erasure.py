@@ -216,6 +216,16 @@ def submit(
                 to_status=models.ErasureStatus.SUBMITTED,
                 detail={"scope": req.scope_label, "ticket": ticket},
             )
+            if requested_by is not None:  # a staff action: the staff audit log has it too
+                from memadmin import audit as staff_audit
+
+                staff_audit.record(
+                    requested_by,
+                    staff_audit.ERASURE_SUBMIT,
+                    app_name=app_name or "",
+                    target=f"erasure #{req.pk}",
+                    after={"scope": req.scope_label, "ticket": ticket},
+                )
             if enqueue_job:
                 transaction.on_commit(lambda: enqueue(req.pk))
     except IntegrityError as exc:  # submitted concurrently

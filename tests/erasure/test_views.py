@@ -106,6 +106,16 @@ def test_submitting_creates_the_request_and_never_echoes_the_user_id(login):
     assert [str(m) for m in response.context["messages"]] == [f"Erasure #{req.pk} submitted."]
     assert client.post("/erasure/new/", {**FORM, "scope": "all", "app_name": ""}).status_code == 302
     assert ErasureRequest.objects.filter(app_name="").count() == 1
+    # the staff audit log has the submission, naming the request, never the subject
+    from memadmin.models import AuditEntry
+
+    entry = AuditEntry.objects.filter(action="erasure.submit").order_by("id").first()
+    assert (entry.actor_username, entry.target, entry.user_id) == (
+        "carol",
+        f"erasure #{req.pk}",
+        "",
+    )
+    assert USER not in str(entry.after)
 
 
 def test_every_post_needs_the_csrf_token(make_user):
