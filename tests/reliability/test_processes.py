@@ -25,7 +25,8 @@ from ..sweeper.helpers import make_session
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 KILLS = int(os.environ.get("MEMADMIN_KILL_LOOPS", "3"))
-USERS, SESSIONS_PER_USER, EVENTS = 24, 2, 6
+# Enough work that the sweep outlasts every kill (each round lets it make some progress).
+USERS, SESSIONS_PER_USER, EVENTS = max(24, KILLS * 8), 2, 6
 
 
 def test_a_sweep_survives_its_worker_being_killed_again_and_again(celery_worker_factory, settings):
