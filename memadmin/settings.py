@@ -200,7 +200,7 @@ STATICFILES_FINDERS = [
 ]
 # After `collectstatic` (the Docker image runs it) static files are served compressed
 # with hashed names; before it (embedded default, tests) straight from the app folders.
-_COLLECTED = (STATIC_ROOT / "staticfiles.json").exists()
+_COLLECTED = env_bool("STATIC_MANIFEST", default=(STATIC_ROOT / "staticfiles.json").exists())
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
