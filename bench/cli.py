@@ -145,6 +145,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="SCENARIO",
         help=f"run only these ({', '.join(SCENARIOS)})",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SCENARIO.KEY=VALUE",
+        help="override one size parameter, e.g. --set sweep.users=200 (VALUE is JSON)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the bench database afterwards")
     parser.add_argument(
@@ -155,8 +162,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def sizes(args: argparse.Namespace) -> dict[str, dict]:
+    chosen = {name: dict(values) for name, values in SIZES[args.size].items()}
+    for item in args.set:
+        key, _, raw = item.partition("=")
+        scenario, _, field = key.partition(".")
+        if scenario not in chosen or field not in chosen[scenario]:
+            raise SystemExit(f"bench: --set {item!r}: no size parameter {key!r}")
+        chosen[scenario][field] = json.loads(raw)
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    args.sizes = sizes(args)
     database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL)
     try:
@@ -192,11 +211,12 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> Report:
         pg = f"PostgreSQL {cursor.fetchone()[0]}"
     report = Report(machine=machine_info(pg))
     report.machine["size"] = args.size
+    report.machine["overrides"] = args.set
     chosen = [s for s in SCENARIOS if not args.only or s in args.only]
     for name in chosen:
         start = time.perf_counter()
         print(f"bench: {name} ({args.size}) ...", file=sys.stderr, flush=True)
-        scenarios.run(name, report, SIZES[args.size][name], env)
+        scenarios.run(name, report, args.sizes[name], env)
         report.scenarios.append(name)
         report.seconds[name] = round(time.perf_counter() - start, 1)
         print(f"bench: {name} done in {report.seconds[name]:.1f} s", file=sys.stderr, flush=True)
@@ -207,7 +227,8 @@ def output(report: Report, args: argparse.Namespace) -> None:
     print(table(report))
     print()
     print(machine_line(report.machine))
-    print(f"Size: {args.size}; seconds per scenario: {report.seconds}")
+    overrides = f" with {', '.join(args.set)}" if args.set else ""
+    print(f"Size: {args.size}{overrides}; seconds per scenario: {report.seconds}")
     if args.size != "full":
         print("Targets are for --size full; at this size only the checks below mean anything.")
     print("Checks:")

@@ -86,33 +86,44 @@ def _forked(kind: str, args: dict, pipe) -> None:
 
 
 def ingest(args: dict, pipe) -> dict:
-    """Ingest sessions (ours or ADK's SQLite service) once the parent says go."""
+    """Ingest sessions (ours or ADK's SQLite service) once the parent says go.
+
+    Ours runs ``records.memory_service.add_session``, the function that
+    ``EvictingMemoryService.add_session_to_memory`` awaits through ``sync_to_async``
+    (a forked child cannot use the thread that asgiref's executor had in the parent).
+    ADK's service is async and runs in an event loop of its own.
+    """
     import asyncio
 
     sessions = _build_sessions(args)
-    if args["service"] == "ours":
-        from records.memory_service import EvictingMemoryService
 
-        service = EvictingMemoryService()
-    else:
-        from google.adk.memory._sqlite_memory_service import SqliteMemoryService
-
-        service = SqliteMemoryService(args["sqlite_path"])
-
-    async def go() -> tuple[list[float], float, float]:
-        # warm up: imports, connection, the app's policy row (its own user, not counted)
-        await service.add_session_to_memory(_warmup_session(args))
+    def timed(add) -> tuple[list[float], float, float]:
+        add(_warmup_session(args))  # imports, connection, the app's policy row
         pipe.send("ready")
         pipe.recv()
         times = []
         begin = time.time()
         for session in sessions:
             t = time.perf_counter()
-            await service.add_session_to_memory(session)
+            add(session)
             times.append((time.perf_counter() - t) * 1000)
         return times, begin, time.time()
 
-    times, begin, end = asyncio.run(go())
+    if args["service"] == "ours":
+        from django.utils import timezone
+
+        from records.memory_service import add_session
+
+        times, begin, end = timed(lambda s: add_session(s, timezone.now()))
+    else:
+        from google.adk.memory._sqlite_memory_service import SqliteMemoryService
+
+        service = SqliteMemoryService(args["sqlite_path"])
+        loop = asyncio.new_event_loop()
+        times, begin, end = timed(
+            lambda s: loop.run_until_complete(service.add_session_to_memory(s))
+        )
+        loop.close()
     return {"times_ms": times, "start": begin, "end": end, "peak_rss_mb": _peak_rss_mb()}
 
 

@@ -2,8 +2,9 @@
 
 Each process ingests its own users' sessions (a realistic support conversation: user
 and agent turns, some small talk that the rules drop) through
-``EvictingMemoryService.add_session_to_memory``: extraction, dedupe, insert, the
-policy enforced under the user's lock. Every user starts at 480 of the 500-record cap,
+``records.memory_service.add_session``, what ``EvictingMemoryService
+.add_session_to_memory`` runs: extraction, dedupe, insert, the policy enforced under
+the user's lock, the daily counters. Every user starts at 480 of the 500-record cap,
 so from the first session on, ingest evicts (the steady state of a busy store).
 Sessions go round-robin over the users. One process, then two OS processes at once
 on distinct users. The baseline is ADK's ``SqliteMemoryService.add_session_to_memory``
