@@ -486,17 +486,20 @@ def search(
     terms = query_terms(query.replace("\x00", ""))
     if not terms:
         return []
-    policy = policy_for(app_name)
-    cutoff = now - policy.params().ttl
     if connection.vendor == "postgresql":
-        return _search_postgres(app_name, user_id, terms, cutoff, limit)
+        return _search_postgres(app_name, user_id, terms, now, limit)
+    cutoff = now - policy_for(app_name).params().ttl
     ids = _search_ids_sqlite(app_name, user_id, terms, cutoff, limit)
     by_id = MemoryRecord.objects.in_bulk(ids)
     return [by_id[i] for i in ids if i in by_id]
 
 
-def _search_postgres(app_name, user_id, terms, cutoff, limit) -> list[MemoryRecord]:
-    """The matching records themselves, ranked, in one statement (search is on every turn)."""
+def _search_postgres(app_name, user_id, terms, now, limit) -> list[MemoryRecord]:
+    """The matching records themselves, ranked, in one statement (search is on every turn).
+
+    The app's TTL is read in the same statement (the model's default when the app has
+    no policy row yet) instead of loading the policy first.
+    """
     table = MemoryRecord._meta.db_table
     columns = ", ".join(f"r.{f.column}" for f in MemoryRecord._meta.concrete_fields)
     return list(
@@ -504,7 +507,9 @@ def _search_postgres(app_name, user_id, terms, cutoff, limit) -> list[MemoryReco
             f"""
             SELECT {columns} FROM {table} AS r, to_tsquery('english', %(q)s) AS q
             WHERE r.app_name = %(app)s AND r.user_id = %(user)s AND r.search_vector @@ q
-              AND (r.pinned OR r.created_at >= %(cutoff)s)
+              AND (r.pinned OR r.created_at >= %(now)s - make_interval(days => COALESCE(
+                  (SELECT ttl_days FROM {Policy._meta.db_table} WHERE app_name = %(app)s),
+                  %(default_ttl)s)))
             ORDER BY ts_rank(r.search_vector, q) DESC, r.id DESC
             LIMIT %(limit)s
             """,
@@ -514,7 +519,8 @@ def _search_postgres(app_name, user_id, terms, cutoff, limit) -> list[MemoryReco
                 ),
                 "app": app_name,
                 "user": user_id,
-                "cutoff": cutoff,
+                "now": now,
+                "default_ttl": Policy._meta.get_field("ttl_days").default,
                 "limit": limit,
             },
         )
