@@ -36,6 +36,15 @@ def result(proc: subprocess.Popen, timeout: float = 3600) -> dict:
 
 
 def _peak_rss_mb() -> float:
+    """Peak RSS of this process: VmHWM (ru_maxrss would include the parent's peak,
+    which Linux folds in at exec)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
