@@ -37,6 +37,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Benchmarks on a dedicated PostgreSQL database (created and dropped by the command):
+# make bench BENCH_ARGS="--size full"   (see README, "Performance")
+bench: $(STAMP)
+	$(VENV)/bin/python -m bench $(BENCH_ARGS)
+
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .

@@ -26,7 +26,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import feedback, store
+from . import store
 from .models import MemoryRecord
 
 Clock = Callable[[], datetime]
@@ -45,9 +45,7 @@ def add_session(session: Session, now: datetime) -> store.IngestResult:
     candidates = store.extractor_for(session.app_name).from_events(
         session.app_name, session.user_id, session.id, session.events
     )
-    result = store.ingest(session.app_name, session.user_id, candidates, now)
-    feedback.bump(session.app_name, feedback.SESSIONS_INGESTED, now)
-    return result
+    return store.ingest(session.app_name, session.user_id, candidates, now, count_session=True)
 
 
 def add_events(

@@ -16,6 +16,7 @@ from functools import cache
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import BooleanField, Value
 from django.utils.module_loading import import_string
 
 from . import erasure_guard, feedback
@@ -116,11 +117,13 @@ def ingest(
     *,
     run_id: int | None = None,
     enforce: bool = True,
+    count_session: bool = False,
 ) -> IngestResult:
     """Store new candidates and enforce the app's policy, under the user's lock.
 
     ``enforce=False`` is for applying a reviewed sweep plan, which evicts exactly the
-    victims it froze and nothing else.
+    victims it froze and nothing else. ``count_session`` also counts one ingested
+    session (``add_session_to_memory``), in the same commit as the records-added count.
 
     Never duplicates a record (unique dedupe key) and never brings back one that was
     evicted before (its key is remembered on the eviction event).
@@ -133,20 +136,7 @@ def ingest(
         # and drop candidates stamped before it (see records.erasure_guard).
         candidates = erasure_guard.check(app_name, user_id, candidates, now)
         keys = [c.dedupe_key for c in candidates if c.dedupe_key]
-        existing = set()
-        evicted = set()
-        for start in range(0, len(keys), 1000):
-            chunk = keys[start : start + 1000]
-            existing |= set(
-                MemoryRecord.objects.filter(
-                    app_name=app_name, user_id=user_id, dedupe_key__in=chunk
-                ).values_list("dedupe_key", flat=True)
-            )
-            evicted |= set(
-                EvictionEvent.objects.filter(
-                    app_name=app_name, user_id=user_id, dedupe_key__in=chunk
-                ).values_list("dedupe_key", flat=True)
-            )
+        existing, evicted = _known_keys(app_name, user_id, keys)
         seen: set[str] = set()
         new = []
         for c in candidates:
@@ -163,9 +153,29 @@ def ingest(
         result.added = len(new)
         if enforce:
             result.evicted = _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
-    if result.added:  # after the lock: the app-wide counter row must not serialise ingests
-        feedback.bump(app_name, feedback.RECORDS_ADDED, now, result.added)
+    # After the lock: the app-wide counter rows must not serialise ingests.
+    counts = {feedback.RECORDS_ADDED: result.added}
+    if count_session:
+        counts[feedback.SESSIONS_INGESTED] = 1
+    feedback.bump_many(app_name, counts, now)
     return result
+
+
+def _known_keys(app_name: str, user_id: str, keys: list[str]) -> tuple[set[str], set[str]]:
+    """(keys of stored records, keys of evicted records) among ``keys``: one query a chunk."""
+    existing: set[str] = set()
+    evicted: set[str] = set()
+    for start in range(0, len(keys), 1000):
+        chunk = keys[start : start + 1000]
+        stored = MemoryRecord.objects.filter(
+            app_name=app_name, user_id=user_id, dedupe_key__in=chunk
+        ).values_list("dedupe_key", Value(False, output_field=BooleanField()))
+        gone = EvictionEvent.objects.filter(
+            app_name=app_name, user_id=user_id, dedupe_key__in=chunk
+        ).values_list("dedupe_key", Value(True, output_field=BooleanField()))
+        for key, was_evicted in stored.union(gone, all=True):
+            (evicted if was_evicted else existing).add(key)
+    return existing, evicted
 
 
 def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) -> MemoryRecord:
@@ -258,6 +268,56 @@ def evict(
         return 0
     if not connection.in_atomic_block:
         raise RuntimeError("evict must run inside the user's locked transaction")
+    _log_evictions(app_name, victims, now, policy_version, run_id, reason)
+    ids = [v.id for v in victims]
+    regrettable = [v for v in victims if (reason or v.reason) in REGRET_REASONS]
+    if regrettable:
+        contents = dict(
+            MemoryRecord.objects.filter(id__in=[v.id for v in regrettable]).values_list(
+                "id", "content"
+            )
+        )
+        feedback.remember_evicted(app_name, {v.id: v.user_id for v in regrettable}, contents, now)
+    deleted = 0
+    for start in range(0, len(ids), 1000):
+        deleted += MemoryRecord.objects.filter(id__in=ids[start : start + 1000]).delete()[0]
+    return deleted
+
+
+def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> None:
+    """One EvictionEvent per victim (no content)."""
+    if connection.vendor == "postgresql":
+        # One statement over arrays: an enforcement pass logs thousands of these, and
+        # building and compiling as many model instances costs more than the insert.
+        table = EvictionEvent._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                INSERT INTO {table} (record_id, app_name, user_id, reason, recency,
+                    frequency, importance, score, tokens, policy_version, run_id,
+                    evicted_at, dedupe_key)
+                SELECT v.id, %s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %s, %s, %s, v.k
+                FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[], %s::float8[],
+                            %s::float8[], %s::float8[], %s::integer[], %s::text[])
+                     AS v(id, u, reason, r, f, i, s, t, k)
+                """,
+                [
+                    app_name,
+                    policy_version,
+                    run_id,
+                    now,
+                    [v.id for v in victims],
+                    [v.user_id for v in victims],
+                    [str(reason or v.reason) for v in victims],
+                    [v.score.recency for v in victims],
+                    [v.score.frequency for v in victims],
+                    [v.score.importance for v in victims],
+                    [v.score.total for v in victims],
+                    [v.tokens for v in victims],
+                    [v.dedupe_key for v in victims],
+                ],
+            )
+        return
     EvictionEvent.objects.bulk_create(
         [
             EvictionEvent(
@@ -279,19 +339,6 @@ def evict(
         ],
         batch_size=1000,
     )
-    ids = [v.id for v in victims]
-    regrettable = [v for v in victims if (reason or v.reason) in REGRET_REASONS]
-    if regrettable:
-        contents = dict(
-            MemoryRecord.objects.filter(id__in=[v.id for v in regrettable]).values_list(
-                "id", "content"
-            )
-        )
-        feedback.remember_evicted(app_name, {v.id: v.user_id for v in regrettable}, contents, now)
-    deleted = 0
-    for start in range(0, len(ids), 1000):
-        deleted += MemoryRecord.objects.filter(id__in=ids[start : start + 1000]).delete()[0]
-    return deleted
 
 
 # Policy evictions may be regretted; manual deletes and summarised records may not.
@@ -438,25 +485,31 @@ def search(
     terms = query_terms(query.replace("\x00", ""))
     if not terms:
         return []
-    policy = policy_for(app_name)
-    cutoff = now - policy.params().ttl
     if connection.vendor == "postgresql":
-        ids = _search_ids_postgres(app_name, user_id, terms, cutoff, limit)
-    else:
-        ids = _search_ids_sqlite(app_name, user_id, terms, cutoff, limit)
+        return _search_postgres(app_name, user_id, terms, now, limit)
+    cutoff = now - policy_for(app_name).params().ttl
+    ids = _search_ids_sqlite(app_name, user_id, terms, cutoff, limit)
     by_id = MemoryRecord.objects.in_bulk(ids)
     return [by_id[i] for i in ids if i in by_id]
 
 
-def _search_ids_postgres(app_name, user_id, terms, cutoff, limit) -> list[int]:
+def _search_postgres(app_name, user_id, terms, now, limit) -> list[MemoryRecord]:
+    """The matching records themselves, ranked, in one statement (search is on every turn).
+
+    The app's TTL is read in the same statement (the model's default when the app has
+    no policy row yet) instead of loading the policy first.
+    """
     table = MemoryRecord._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
+    columns = ", ".join(f"r.{f.column}" for f in MemoryRecord._meta.concrete_fields)
+    return list(
+        MemoryRecord.objects.raw(
             f"""
-            SELECT id FROM {table}, to_tsquery('english', %(q)s) AS q
-            WHERE app_name = %(app)s AND user_id = %(user)s AND search_vector @@ q
-              AND (pinned OR created_at >= %(cutoff)s)
-            ORDER BY ts_rank(search_vector, q) DESC, id DESC
+            SELECT {columns} FROM {table} AS r, to_tsquery('english', %(q)s) AS q
+            WHERE r.app_name = %(app)s AND r.user_id = %(user)s AND r.search_vector @@ q
+              AND (r.pinned OR r.created_at >= %(now)s - make_interval(days => COALESCE(
+                  (SELECT ttl_days FROM {Policy._meta.db_table} WHERE app_name = %(app)s),
+                  %(default_ttl)s)))
+            ORDER BY ts_rank(r.search_vector, q) DESC, r.id DESC
             LIMIT %(limit)s
             """,
             {
@@ -465,11 +518,12 @@ def _search_ids_postgres(app_name, user_id, terms, cutoff, limit) -> list[int]:
                 ),
                 "app": app_name,
                 "user": user_id,
-                "cutoff": cutoff,
+                "now": now,
+                "default_ttl": Policy._meta.get_field("ttl_days").default,
                 "limit": limit,
             },
         )
-        return [row[0] for row in cursor.fetchall()]
+    )
 
 
 def _search_ids_sqlite(app_name, user_id, terms, cutoff, limit) -> list[int]:

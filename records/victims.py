@@ -93,25 +93,24 @@ def register_sqlite_functions(sender, connection, **kwargs):
 # the recency exponent is capped (0.5^60 is ~1e-18) and importance below 1e-15 counts as
 # 0; with weights of 0 or at least 1e-6 (validated) no product can underflow, and the
 # differences from Python's exact values vanish when scores are rounded to 1e-9.
-_PG_TERMS = """
-    power(0.5, least(60.0, greatest(0.0, date_part('epoch', %(now)s::timestamptz
-                                                    - last_accessed_at))
-                           / 3600.0 / %(hl)s)) AS recency,
-    least(1.0, ln(1.0 + hits) / ln(1.0 + %(sat)s)) AS frequency
-"""
+# Every term is double precision, as in Python: a numeric literal (``ln(1.0 + hits)``)
+# would make PostgreSQL compute the logarithm in numeric, several times slower. The
+# score is rounded to 9 decimals in numeric (as Python's round) and then cast back to
+# double precision: the cast keeps order and ties, and sorts far faster than numeric.
+_PG_RECENCY = (
+    "power(0.5::float8, least(60.0::float8, greatest(0.0::float8, date_part('epoch', "
+    "%(now)s::timestamptz - {t}last_accessed_at)) / 3600.0::float8 / %(hl)s::float8))"
+)
+_PG_FREQUENCY = "least(1.0::float8, ln(1.0::float8 + {t}hits) / ln(1.0::float8 + %(sat)s::float8))"
 _PG_SCORE = (
-    "round((%(wr)s * recency + %(wf)s * frequency"
-    " + %(wi)s * (CASE WHEN importance < 1e-15 THEN 0.0 ELSE importance END))::numeric, 9)"
+    "round((%(wr)s::float8 * {recency} + %(wf)s::float8 * {frequency}"
+    " + %(wi)s::float8 * (CASE WHEN {t}importance < 1e-15 THEN 0.0::float8"
+    " ELSE {t}importance END))::numeric, 9)::float8"
 )
 
 _SQLITE_ARGS = (
-    "%(now)s, last_accessed_at, hits, importance, %(hl)s, %(sat)s, %(wr)s, %(wf)s, %(wi)s"
+    "%(now)s, {t}last_accessed_at, {t}hits, {t}importance, %(hl)s, %(sat)s, %(wr)s, %(wf)s, %(wi)s"
 )
-_SQLITE_TERMS = f"""
-    memadmin_score({_SQLITE_ARGS}, 1) AS recency,
-    memadmin_score({_SQLITE_ARGS}, 2) AS frequency
-"""
-_SQLITE_SCORE = f"memadmin_score({_SQLITE_ARGS}, 0)"
 
 
 def _user_filter(user_ids: Sequence[str] | None, params: dict) -> str:
@@ -148,69 +147,88 @@ def _base_params(app_name: str, now: datetime, p: pure.PolicyParams) -> dict:
     }
 
 
-def _score_sql() -> tuple[str, str]:
+def _score_sql(table_alias: str = "") -> tuple[str, str, str]:
+    """SQL expressions of (recency, frequency, score) over the columns of ``table_alias``."""
+    t = f"{table_alias}." if table_alias else ""
     if connection.vendor == "postgresql":
-        return _PG_TERMS, _PG_SCORE
+        recency = _PG_RECENCY.format(t=t)
+        frequency = _PG_FREQUENCY.format(t=t)
+        return recency, frequency, _PG_SCORE.format(t=t, recency=recency, frequency=frequency)
     # Connections opened before this module was imported did not get the function yet.
     connection.ensure_connection()
     register_sqlite_functions(None, connection)
-    return _SQLITE_TERMS, _SQLITE_SCORE
+    args = _SQLITE_ARGS.format(t=t)
+    return (
+        f"memadmin_score({args}, 1)",
+        f"memadmin_score({args}, 2)",
+        f"memadmin_score({args}, 0)",
+    )
 
 
 def _expired_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
-    terms, score = _score_sql()
+    recency, frequency, score = _score_sql()
     sql = f"""
-        WITH expired AS (
-            SELECT id, user_id, tokens, hits, importance, last_accessed_at, dedupe_key,
-                   source_session_id, {terms}
-            FROM {TABLE}
-            WHERE app_name = %(app)s {user_sql} AND NOT pinned AND created_at < %(cutoff)s
-        )
-        SELECT id, user_id, tokens, recency, frequency, importance, {score} AS score,
-               dedupe_key, source_session_id, 'expired' AS reason
-        FROM expired
+        SELECT id, user_id, tokens, {recency} AS recency, {frequency} AS frequency,
+               importance, {score} AS score, dedupe_key, source_session_id,
+               'expired' AS reason, 0 AS k
+        FROM {TABLE}
+        WHERE app_name = %(app)s {user_sql} AND NOT pinned AND created_at < %(cutoff)s
     """
     return sql, params
 
 
 def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
+    """Cap victims of every user over a cap, with their rank ``k``.
+
+    Only what the ranking needs (id, user, tokens, score and the tie-breakers) goes
+    through the sort and the window; the terms, dedupe key and session are read for the
+    victims alone. Totals are one aggregate, not a materialised copy of the records.
+    """
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
-    terms, score = _score_sql()
+    _, _, score = _score_sql()
+    recency, frequency, _ = _score_sql("m")
+    if connection.vendor == "postgresql":
+        # The victims' own rows by primary key; OFFSET 0 keeps the planner from
+        # flattening the lookup into a hash join over the whole table.
+        victim_rows = f"""CROSS JOIN LATERAL (
+            SELECT last_accessed_at, hits, importance, dedupe_key, source_session_id
+            FROM {TABLE} WHERE id = r.id OFFSET 0) AS m"""
+    else:
+        victim_rows = f"JOIN {TABLE} m ON m.id = r.id"
     sql = f"""
-        WITH live AS (
-            SELECT id, user_id, tokens, pinned, hits, importance, last_accessed_at, created_at,
-                   dedupe_key, source_session_id
+        WITH totals AS (
+            SELECT user_id, count(*) AS n, sum(tokens) AS s
             FROM {TABLE}
             WHERE app_name = %(app)s {user_sql} AND (pinned OR created_at >= %(cutoff)s)
-        ),
-        totals AS (
-            SELECT user_id, count(*) AS n, sum(tokens) AS s FROM live GROUP BY user_id
+            GROUP BY user_id
             HAVING count(*) > %(maxr)s OR sum(tokens) > %(maxt)s
         ),
-        termed AS (
-            SELECT live.*, {terms}
-            FROM live JOIN totals ON totals.user_id = live.user_id
-            WHERE NOT live.pinned
-        ),
-        scored AS (SELECT termed.*, {score} AS score FROM termed),
         ranked AS (
-            SELECT scored.*,
+            SELECT c.id, c.user_id, c.tokens, c.score,
                    row_number() OVER w AS k,
-                   sum(tokens) OVER w AS t
-            FROM scored
-            WINDOW w AS (PARTITION BY user_id
-                         ORDER BY score, last_accessed_at, created_at, id
+                   sum(c.tokens) OVER w AS t
+            FROM (
+                SELECT id, user_id, tokens, last_accessed_at, created_at, {score} AS score
+                FROM {TABLE}
+                WHERE app_name = %(app)s {user_sql} AND NOT pinned
+                  AND created_at >= %(cutoff)s
+                  AND user_id IN (SELECT user_id FROM totals)
+            ) AS c
+            WINDOW w AS (PARTITION BY c.user_id
+                         ORDER BY c.score, c.last_accessed_at, c.created_at, c.id
                          ROWS UNBOUNDED PRECEDING)
         )
-        SELECT r.id, r.user_id, r.tokens, r.recency, r.frequency, r.importance, r.score,
-               r.dedupe_key, r.source_session_id,
+        SELECT r.id, r.user_id, r.tokens, {recency} AS recency, {frequency} AS frequency,
+               m.importance, r.score, m.dedupe_key, m.source_session_id,
                CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
                  AS reason,
                r.k
-        FROM ranked r JOIN totals ON totals.user_id = r.user_id
+        FROM ranked r
+        JOIN totals ON totals.user_id = r.user_id
+        {victim_rows}
         WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
     """
     return sql, params
@@ -304,10 +322,22 @@ def _fetch(sql: str, params: dict) -> list[SelectedVictim]:
 def select_victims(
     app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
 ) -> list[SelectedVictim]:
-    """Expired records, then cap victims, for one user, some users, or (None) every user."""
-    return select_expired(app_name, user_ids, now, p) + select_cap_victims(
-        app_name, user_ids, now, p
-    )
+    """Expired records, then cap victims, for one user, some users, or (None) every user.
+
+    One statement (enforcement runs it on every ingest: a round trip saved counts).
+    """
+    expired, params = _expired_sql(app_name, user_ids, now, p)
+    capped, cap_params = _cap_sql(app_name, user_ids, now, p)
+    params.update(cap_params)  # the same names and values
+    sql = f"""
+        SELECT * FROM (
+            SELECT e.*, 0 AS part_, e.id AS order_ FROM ({expired}) AS e
+            UNION ALL
+            SELECT c.*, 1 AS part_, c.k AS order_ FROM ({capped}) AS c
+        ) AS v
+        ORDER BY v.part_, v.user_id, v.order_
+    """
+    return _fetch(sql, params)
 
 
 def select_victims_python(

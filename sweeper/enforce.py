@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
 
 from records import store
@@ -29,7 +29,29 @@ def default_batch_size() -> int:
 def enforce_apps(run: Run) -> list[str]:
     if run.app_name:
         return [run.app_name]
-    return list(MemoryRecord.objects.values_list("app_name", flat=True).distinct().order_by())
+    return apps_with_records()
+
+
+def apps_with_records() -> list[str]:
+    """Every app holding records, in name order, by skipping along the (app, ...) index.
+
+    A recursive "loose index scan": one index probe per app instead of a DISTINCT over
+    every record (with a million records, the difference is most of the planning).
+    """
+    table = MemoryRecord._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH RECURSIVE apps(app_name) AS (
+                SELECT min(app_name) FROM {table}
+                UNION ALL
+                SELECT (SELECT min(m.app_name) FROM {table} m WHERE m.app_name > apps.app_name)
+                FROM apps WHERE apps.app_name IS NOT NULL
+            )
+            SELECT app_name FROM apps WHERE app_name IS NOT NULL
+            """  # noqa: S608 - the table name is the model's
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 def users_needing_work(app_name: str, now: datetime) -> list[str]:

@@ -1,0 +1,191 @@
+"""What every scenario shares: rows of the table, checks, timing statistics, the machine.
+
+Nothing here imports Django at module level, so the command can refuse a bad database
+before Django is configured.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Row:
+    """One line of the table. Values are numbers in ``unit``; None prints as a dash.
+
+    ``ratio`` is always "how many times better we are than the baseline": baseline /
+    ours for times, ours / baseline for rates (``higher_is_better``).
+    """
+
+    scenario: str
+    size: str
+    ours: float | None
+    ours_p99: float | None = None
+    base: float | None = None
+    base_p99: float | None = None
+    unit: str = "ms"
+    baseline: str = ""
+    target: str = ""
+    met: bool | None = None
+    higher_is_better: bool = False
+    note: str = ""
+    tail: str = "p99"  # the percentile in the tail columns (the dashboard's target is p95)
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.ours or not self.base:
+            return None
+        return self.ours / self.base if self.higher_is_better else self.base / self.ours
+
+
+@dataclass
+class Check:
+    scenario: str
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    machine: dict = field(default_factory=dict)
+    scenarios: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def check(self, scenario: str, name: str, passed: bool, detail: str = "") -> bool:
+        self.checks.append(Check(scenario, name, bool(passed), detail))
+        return bool(passed)
+
+    def as_json(self) -> dict:
+        return {
+            "machine": self.machine,
+            "scenarios": self.scenarios,
+            "seconds": self.seconds,
+            "rows": [{**asdict(r), "ratio": r.ratio} for r in self.rows],
+            "checks": [asdict(c) for c in self.checks],
+        }
+
+
+# --- statistics ------------------------------------------------------------------------
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100): a value that was actually observed."""
+    ordered = sorted(values)
+    k = max(0, math.ceil(p / 100 * len(ordered)) - 1)
+    return ordered[k]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def timed(fn: Callable[[], object], repeat: int, warmup: int = 1) -> list[float]:
+    """Milliseconds of ``repeat`` calls of ``fn`` after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+# --- the machine ---------------------------------------------------------------------
+
+
+def machine_info(pg_version: str = "") -> dict:
+    model = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    ram_gib = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal"):
+                    ram_gib = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "ram_gib": ram_gib,
+        "postgresql": pg_version,
+        "python": platform.python_version(),
+        "load_average_at_start": [round(x, 2) for x in load] if load else None,
+    }
+
+
+# --- the table -----------------------------------------------------------------------
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "—"
+    if unit == "ms":
+        return (
+            f"{value:.2f} ms"
+            if value < 10
+            else f"{value:.1f} ms"
+            if value < 100
+            else f"{value:,.0f} ms"
+        )
+    if unit == "s":
+        return f"{value:.2f} s" if value >= 1 else f"{value:.3f} s"
+    if unit == "MB":
+        return f"{value:,.0f} MB"
+    return f"{value:,.1f} {unit}" if value < 100 else f"{value:,.0f} {unit}"
+
+
+def table(report: Report) -> str:
+    """The one table, as Markdown (readable in a terminal, pasteable into the README)."""
+    header = (
+        "| scenario | size | ours (median) | ours (p99) | baseline | baseline (median) "
+        "| baseline (p99) | ratio | target | met? |"
+    )
+    lines = [header, "|" + " --- |" * 10]
+    for r in report.rows:
+        ratio = (
+            "—" if r.ratio is None else f"{r.ratio:,.1f}×" if r.ratio >= 10 else f"{r.ratio:.2f}×"
+        )
+        met = {True: "yes", False: "**no**", None: "—"}[r.met]
+        lines.append(
+            f"| {r.scenario} | {r.size} | {_fmt(r.ours, r.unit)} | {_fmt(r.ours_p99, r.unit)}"
+            f"{'' if r.tail == 'p99' or r.ours_p99 is None else f' ({r.tail})'} "
+            f"| {r.baseline or '—'} | {_fmt(r.base, r.unit)} | {_fmt(r.base_p99, r.unit)} "
+            f"| {ratio} | {r.target or '—'} | {met} |"
+        )
+    return "\n".join(lines)
+
+
+def machine_line(m: dict) -> str:
+    load = m.get("load_average_at_start")
+    return (
+        f"Machine: {m.get('cores')} cores, {m.get('cpu')}, {m.get('ram_gib')} GiB RAM, "
+        f"{m.get('postgresql')}, Python {m.get('python')}"
+        + (f"; load average at start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}" if load else "")
+    )
+
+
+def checks_text(report: Report) -> str:
+    lines = []
+    for c in report.checks:
+        mark = "ok  " if c.passed else "FAIL"
+        lines.append(f"  [{mark}] {c.scenario}: {c.name}" + (f" ({c.detail})" if c.detail else ""))
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""Scenario 1, search: ``search_memory`` (with its touch) against ADK's own memory services.
+
+One user per size holds that many records; ADK's ``InMemoryMemoryService`` and
+``SqliteMemoryService`` (a file database, FTS5, ``max_results=10`` like ours) hold the
+same texts as events, 20 per session. Every service answers the same realistic queries
+in one asyncio loop. Ours goes through ``EvictingMemoryService.search_memory`` (the
+agent's path: ``sync_to_async``, full-text search, fetch, regret check, and the touch,
+buffered in Redis as in production).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from django.utils import timezone
+from google.adk.events.event import Event
+from google.adk.memory._sqlite_memory_service import SqliteMemoryService
+from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
+from google.adk.sessions.session import Session
+from google.genai import types
+
+from records import touches
+from records.memory_service import EvictingMemoryService
+from records.models import MemoryRecord
+from records.policies import update_policy
+
+from .. import corpus
+from ..harness import Row, median, percentile
+from ..load import UserSpec, load_records, reset_data, vacuum_analyze
+
+APP = "bench-search"
+NAME = "search"
+
+
+def _sessions(user_id: str, texts: list[str]) -> list[Session]:
+    out = []
+    for s in range(0, len(texts), 20):
+        events = [
+            Event(
+                id=f"{user_id}-e{s + i}",
+                invocation_id=f"inv-{s}",
+                author="user",
+                timestamp=1_700_000_000.0 + s + i,
+                content=types.Content(role="user", parts=[types.Part(text=t)]),
+            )
+            for i, t in enumerate(texts[s : s + 20])
+        ]
+        out.append(
+            Session(id=f"{user_id}-s{s // 20}", app_name=APP, user_id=user_id, events=events)
+        )
+    return out
+
+
+async def _timed_queries(service, user_id: str, queries: list[str]) -> tuple[list[float], int]:
+    """Milliseconds per query, and how many queries found something. One warm-up query."""
+    await service.search_memory(app_name=APP, user_id=user_id, query=queries[0])
+    times, found = [], 0
+    for q in queries:
+        start = time.perf_counter()
+        response = await service.search_memory(app_name=APP, user_id=user_id, query=q)
+        times.append((time.perf_counter() - start) * 1000)
+        found += bool(response.memories)
+    return times, found
+
+
+def run(report, size: dict, env: dict) -> None:
+    reset_data()
+    now = timezone.now()
+    # Caps high enough for the largest user: searching is what is measured here.
+    update_policy(APP, {"max_records": 100_000, "max_tokens": 10_000_000})
+    sizes = size["records"]
+    load_records(APP, [UserSpec(f"search-{n}", n) for n in sizes], now, seed=11)
+    vacuum_analyze()
+    report.check(NAME, "touches are buffered in Redis (production shape)", touches.buffering())
+    asyncio.run(_run(report, size, sizes))
+
+
+async def _run(report, size: dict, sizes: list[int]) -> None:
+    from asgiref.sync import sync_to_async
+
+    ours = EvictingMemoryService()
+    queries = corpus.queries(size["queries"], seed=5)
+    with tempfile.TemporaryDirectory(prefix="bench-adk-sqlite-") as tmp:
+        sqlite = SqliteMemoryService(Path(tmp) / "memory.db", max_results=10)
+        for n in sizes:
+            user_id = f"search-{n}"
+            texts = await sync_to_async(
+                lambda u=user_id: list(
+                    MemoryRecord.objects.filter(app_name=APP, user_id=u)
+                    .order_by("id")
+                    .values_list("content", flat=True)
+                )
+            )()
+            in_memory = InMemoryMemoryService()
+            for session in _sessions(user_id, texts):
+                await in_memory.add_session_to_memory(session)
+                await sqlite.add_session_to_memory(session)
+            b = size["baseline_queries"]
+            base_queries = queries[: b.get(n, len(queries)) if isinstance(b, dict) else b]
+
+            our_times, our_found = await _timed_queries(ours, user_id, queries)
+            mem_times, mem_found = await _timed_queries(in_memory, user_id, base_queries)
+            sql_times, sql_found = await _timed_queries(sqlite, user_id, queries)
+            status = await sync_to_async(touches.record_touches)(APP, user_id, [0], timezone.now())
+            report.check(
+                NAME, f"{n:,} records: touch status is 'buffered'", status == "buffered", status
+            )
+            report.check(
+                NAME,
+                f"{n:,} records: queries find memories (ours {our_found}/{len(queries)}, "
+                f"in-memory {mem_found}/{len(base_queries)}, sqlite {sql_found}/{len(queries)})",
+                our_found >= 0.5 * len(queries) and sql_found >= 0.5 * len(queries),
+            )
+            med, p99 = median(our_times), percentile(our_times, 99)
+            mem_ratio = median(mem_times) / med
+            if n == 500:
+                target, met = "p50 ≤ 3 ms, p99 ≤ 15 ms", med <= 3 and p99 <= 15
+            elif n == 50_000:
+                target, met = "≥ 10×", mem_ratio >= 10
+            else:
+                target, met = "", None
+            report.rows.append(
+                Row(
+                    "search",
+                    f"{n:,} records/user",
+                    med,
+                    p99,
+                    median(mem_times),
+                    percentile(mem_times, 99),
+                    baseline="ADK InMemoryMemoryService",
+                    target=target,
+                    met=met,
+                )
+            )
+            sql_ratio = median(sql_times) / med
+            report.rows.append(
+                Row(
+                    "search",
+                    f"{n:,} records/user",
+                    med,
+                    p99,
+                    median(sql_times),
+                    percentile(sql_times, 99),
+                    baseline="ADK SqliteMemoryService",
+                    target="≥ 1× (never slower)",
+                    met=sql_ratio >= 1,
+                )
+            )
+        await sqlite.close()

@@ -1,0 +1,76 @@
+"""The benchmarks run end to end at the smoke size, so they cannot rot.
+
+Timings are not asserted (CI machines vary); the table must hold every scenario and
+every correctness check inside the bench must pass (identical victims, nothing left
+to evict, every session retired, constant query counts, ...).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from bench.cli import SCENARIOS
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.worker]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench_database_url() -> str:
+    db = connection.settings_dict
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    host = f"{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+    return f"postgres://{auth}@{host}/memadmin_bench_smoke_{os.getpid()}"
+
+
+def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
+    out = tmp_path / "bench.json"
+    env = {
+        **os.environ,
+        "BENCH_DATABASE_URL": bench_database_url(),
+        "BENCH_REDIS_URL": settings.REDIS_URL,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--size", "smoke", "--json", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    report = json.loads(out.read_text())
+    assert report["scenarios"] == list(SCENARIOS)
+    assert {row["scenario"].split(",")[0].split(" (")[0] for row in report["rows"]} >= {
+        "search",
+        "enforce one user",
+        "enforcement pass",
+        "ingest",
+        "sweep",
+        "dashboard: user page",
+    }
+    failed = [c for c in report["checks"] if not c["passed"]]
+    assert not failed, failed
+    assert len(report["checks"]) >= 15
+    table = proc.stdout
+    for column in ("ours (median)", "baseline (median)", "ratio", "target", "met?"):
+        assert column in table
+    assert "Machine: " in table and "PostgreSQL" in table
+
+
+def test_refuses_a_database_that_does_not_look_like_a_bench_database():
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--size", "smoke", "--only", "search"],
+        cwd=ROOT,
+        env={**os.environ, "BENCH_DATABASE_URL": "postgres://postgres@127.0.0.1:5432/memadmin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "does not look like a bench database" in proc.stderr
