@@ -125,6 +125,12 @@ class RedisFamily:
 # can still write eviction events and regret hashes for records it evicts (those
 # stores come later); events before their sessions, so each is counted and batched.
 SUBJECT_STORES: tuple[SubjectStore, ...] = (
+    # First: the record triggers would delete this row with the last record, and the job
+    # could not count it; deleted first, the records' triggers find nothing to update.
+    SubjectStore(
+        "records.UserMemoryStats",
+        "per-user totals of the records (kept by database triggers)",
+    ),
     SubjectStore(
         "records.MemoryRecord",
         "memory records and summaries (a summary merges only the same user's records "

@@ -542,3 +542,30 @@ class DailyCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.app_name} {self.name}={self.value}"
+
+
+class UserMemoryStats(models.Model):
+    """Per (app, user) totals of MemoryRecord, kept by database triggers.
+
+    Pages (the users list, the overview) read these few thousand rows instead of
+    aggregating every record on every request. Triggers on the records table keep
+    them exact in the same transaction as each insert, delete or change of tokens or
+    pin (migration 0005); a row goes when its user's last record does. Never written
+    by application code. ``last_written`` is when the user's newest record was stored.
+    """
+
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    records = models.BigIntegerField(default=0)
+    tokens = models.BigIntegerField(default=0)
+    pinned = models.BigIntegerField(default=0)
+    last_written = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "user memory stats"
+        constraints = [
+            models.UniqueConstraint(fields=["app_name", "user_id"], name="user_stats_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app_name}/{self.user_id}: {self.records} records"

@@ -16,15 +16,22 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, Sum
-from django.db.models.functions import TruncDate, TruncWeek
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
 
 from sweeper.metrics import ALL_APPS, FORGOT_RATE, SWEEPS_RUN
 from sweeper.models import DailyMetric
 
 from .. import feedback
 from .. import policy as pure
-from ..models import AgentSession, EvictionEvent, EvictionReason, MemoryRecord, Policy
+from ..models import (
+    AgentSession,
+    DailyCounter,
+    EvictionEvent,
+    EvictionReason,
+    Policy,
+    UserMemoryStats,
+)
 
 PERCENTILES = (50, 99)
 DEFAULT_MAX_RECORDS = Policy._meta.get_field("max_records").default
@@ -138,10 +145,12 @@ def _interpolate(percent: int, count: int, low, high) -> float:
 
 
 def _per_user(app_name: str | None = None) -> QuerySet:
-    qs = MemoryRecord.objects.all()
+    """(app, user, records, tokens): the trigger-kept totals, one row per user, so the
+    overview's figures cost a pass over users rather than over every record."""
+    qs = UserMemoryStats.objects.all()
     if app_name:
         qs = qs.filter(app_name=app_name)
-    return qs.values("app_name", "user_id").annotate(records=Count("id"), tokens=Sum("tokens"))
+    return qs.values("app_name", "user_id", "records", "tokens")
 
 
 def user_spread() -> dict[str, dict]:
@@ -201,21 +210,18 @@ def per_user_histogram(
 
 
 def growth_per_week(now: datetime, *, weeks: int = 12, app_name: str | None = None):
-    """[(monday, records created that week and still stored)], oldest first."""
+    """[(monday, records added that week)], oldest first: every record stored, including
+    those evicted since. From the daily counters ingest bumps, so it reads a few dozen
+    rows rather than the records table."""
     this_monday = now.date() - timedelta(days=now.weekday())
     first = this_monday - timedelta(weeks=weeks - 1)
-    qs = MemoryRecord.objects.filter(
-        created_at__gte=datetime.combine(first, datetime.min.time(), tzinfo=now.tzinfo)
-    )
+    qs = DailyCounter.objects.filter(name=feedback.RECORDS_ADDED, day__gte=first)
     if app_name:
         qs = qs.filter(app_name=app_name)
-    counts = {
-        _as_date(row["week"]): row["n"]
-        for row in qs.annotate(week=TruncWeek("created_at"))
-        .values("week")
-        .annotate(n=Count("id"))
-        .order_by()
-    }
+    counts: dict[date, int] = {}
+    for day, value in qs.values_list("day", "value"):
+        monday = day - timedelta(days=day.weekday())
+        counts[monday] = counts.get(monday, 0) + value
     return [
         (first + timedelta(weeks=i), counts.get(first + timedelta(weeks=i), 0))
         for i in range(weeks)

@@ -1,7 +1,8 @@
 """One user's records, scored and ranked as the policy sees them, for the user page.
 
-Ranking needs every record of the user (the cap line depends on all of them), so the
-metadata of all of them is read in one query, without content; content is then read
+Ranking needs every record of the user (the cap line depends on all of them), so it
+runs in the database (``records.victims.rank_user``, the policy's own score
+expression) and returns only the page's rows and the summary; content is then read
 for the records on the page only.
 """
 
@@ -12,11 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.paginator import Page, Paginator
+from django.urls import reverse
 
-from ..models import AgentSession, MemoryRecord, RetiredSession
-from ..policy import HybridPolicy, PolicyParams, Record, Score
-
-POLICY_COLUMNS = ("id", "created_at", "last_accessed_at", "hits", "importance", "pinned", "tokens")
+from ..models import AgentSession, MemoryRecord, RetiredSession, UserMemoryStats
+from ..policy import PolicyParams, Record, Score
+from ..victims import rank_user
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,11 @@ class ScoredRow:
     session_link: tuple[str, int] | None = None
     # Why it would be evicted now (expired / record_cap / token_cap), or None.
     victim_reason: str | None = None
+    # The row's links, made without reversing URLs row by row (see _url_for).
+    pin_url: str = ""
+    unpin_url: str = ""
+    importance_url: str = ""
+    source_url: str = ""
 
     @property
     def over_cap(self) -> bool:
@@ -59,42 +65,66 @@ class UserSummary:
     max_tokens: int = 0
 
 
-def rank_user_records(
-    app_name: str, user_id: str, params: PolicyParams, now: datetime
-) -> tuple[list[Ranked], UserSummary]:
-    """Every record of the user, best first, expired ones last. One query."""
-    policy = HybridPolicy(params)
-    rows = MemoryRecord.objects.filter(app_name=app_name, user_id=user_id).values_list(
-        *POLICY_COLUMNS
+class _RankedRecords:
+    """The user's ranked records as a lazy sequence for Paginator: its length comes from
+    the per-user totals, and a slice is one ranking query in the database (which also
+    gives the summary of all the records)."""
+
+    def __init__(self, app_name: str, user_id: str, params: PolicyParams, now: datetime):
+        self.app_name, self.user_id, self.params, self.now = app_name, user_id, params, now
+        self.summary: UserSummary | None = None
+        stats = UserMemoryStats.objects.filter(app_name=app_name, user_id=user_id).first()
+        self._count = stats.records if stats else 0
+
+    def count(self) -> int:
+        return self._count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, window: slice) -> list[Ranked]:
+        start = window.start or 0
+        rows, summary = rank_user(
+            self.app_name,
+            self.user_id,
+            self.now,
+            self.params,
+            offset=start,
+            limit=(window.stop or self._count) - start,
+        )
+        self.summary = _summary(summary, self.params)
+        return [_standing(row, summary, self.params) for row in rows]
+
+
+def _standing(row, summary, params: PolicyParams) -> Ranked:
+    over_records = row.rank is not None and row.rank > params.max_records
+    over_tokens = row.cumulative_tokens is not None and row.cumulative_tokens > params.max_tokens
+    return Ranked(
+        policy_record=row.record,
+        score=row.score,
+        expired=row.expired,
+        rank=row.rank,
+        cumulative_tokens=row.cumulative_tokens,
+        over_record_cap=over_records,
+        over_token_cap=over_tokens,
+        first_over_cap=row.rank is not None
+        and summary is not None
+        and row.rank == summary.first_over_rank,
     )
-    records = [Record(*row) for row in rows]
-    live = policy.ranked(records, now)
-    live.reverse()  # the policy ranks the next victim first; the page shows the best first
-    expired = [(r, policy.score(r, now)) for r in records if policy.expired(r, now)]
-    expired.sort(key=lambda rs: (-rs[1].total, rs[0].id))
 
-    ranked: list[Ranked] = []
-    cumulative = 0
-    line_drawn = False
-    for rank, (r, score) in enumerate(live, start=1):
-        cumulative += r.tokens
-        over_records = rank > params.max_records
-        over_tokens = cumulative > params.max_tokens
-        first = (over_records or over_tokens) and not line_drawn
-        line_drawn = line_drawn or first
-        ranked.append(Ranked(r, score, False, rank, cumulative, over_records, over_tokens, first))
-    ranked.extend(Ranked(r, s, True, None, None, False, False, False) for r, s in expired)
 
-    summary = UserSummary(
-        records=len(records),
-        tokens=sum(r.tokens for r in records),
-        pinned=sum(1 for r in records if r.pinned),
-        expired=len(expired),
-        over_cap=sum(1 for x in ranked if x.over_record_cap or x.over_token_cap),
+def _summary(summary, params: PolicyParams) -> UserSummary:
+    if summary is None:
+        return UserSummary(max_records=params.max_records, max_tokens=params.max_tokens)
+    return UserSummary(
+        records=summary.records,
+        tokens=summary.tokens,
+        pinned=summary.pinned,
+        expired=summary.expired,
+        over_cap=summary.over_cap,
         max_records=params.max_records,
         max_tokens=params.max_tokens,
     )
-    return ranked, summary
 
 
 def _rows(
@@ -105,16 +135,43 @@ def _rows(
 ) -> list[ScoredRow]:
     by_id = MemoryRecord.objects.in_bulk([s.policy_record.id for s in standings])
     links = session_links(app_name, user_id, {r.source_session_id for r in by_id.values()})
-    return [
-        ScoredRow(
-            record=by_id[s.policy_record.id],
-            standing=s,
-            session_link=links.get(by_id[s.policy_record.id].source_session_id),
-            victim_reason=victim_reasons.get(s.policy_record.id),
+    pin = _url_for("records:pin", app_name, user_id)
+    unpin = _url_for("records:unpin", app_name, user_id)
+    importance = _url_for("records:importance", app_name, user_id)
+    source = {
+        "session": _url_for("records:session"),
+        "retired": _url_for("records:retired_session"),
+    }
+    rows = []
+    for s in standings:
+        record = by_id.get(s.policy_record.id)
+        if record is None:  # deleted between the two reads
+            continue
+        link = links.get(record.source_session_id)
+        rows.append(
+            ScoredRow(
+                record=record,
+                standing=s,
+                session_link=link,
+                victim_reason=victim_reasons.get(record.id),
+                pin_url=pin(record.id),
+                unpin_url=unpin(record.id),
+                importance_url=importance(record.id),
+                source_url=source[link[0]](link[1]) if link else "",
+            )
         )
-        for s in standings
-        if s.policy_record.id in by_id  # deleted between the two reads
-    ]
+    return rows
+
+
+_MARKER = 987654321987
+
+
+def _url_for(name: str, *args):
+    """pk -> URL of ``name``: reversed once per page, not once per row (reversing a URL
+    with path converters is a large share of rendering fifty rows)."""
+    template = reverse(name, args=[*args, _MARKER])
+    head, tail = template.rsplit(str(_MARKER), 1)
+    return lambda pk: f"{head}{pk}{tail}"
 
 
 def scored_records(
@@ -127,10 +184,12 @@ def scored_records(
     per_page: int = 50,
     victim_reasons: Mapping[int, str] | None = None,
 ) -> tuple[Page, UserSummary]:
-    """A page of the user's records, best score first, as ScoredRow. Four queries."""
-    ranked, summary = rank_user_records(app_name, user_id, params, now)
+    """A page of the user's records, best score first, as ScoredRow, and the summary of
+    all of them. The ranking runs in the database; a constant number of queries."""
+    ranked = _RankedRecords(app_name, user_id, params, now)
     page_obj = Paginator(ranked, per_page).get_page(page)
     standings = list(page_obj.object_list)
+    summary = ranked.summary or _summary(None, params)
     page_obj.object_list = _rows(app_name, user_id, standings, victim_reasons or {})
     return page_obj, summary
 
@@ -145,10 +204,10 @@ def scored_record(
     victim_reasons: Mapping[int, str] | None = None,
 ) -> ScoredRow | None:
     """One record's row, ranked among the user's records (for swapping a row in place)."""
-    ranked, _ = rank_user_records(app_name, user_id, params, now)
-    standing = [s for s in ranked if s.policy_record.id == record_id]
-    rows = _rows(app_name, user_id, standing, victim_reasons or {})
-    return rows[0] if rows else None
+    rows, summary = rank_user(app_name, user_id, now, params, record_id=record_id)
+    standing = [_standing(row, summary, params) for row in rows]
+    found = _rows(app_name, user_id, standing, victim_reasons or {})
+    return found[0] if found else None
 
 
 def session_links(

@@ -1,20 +1,21 @@
-"""The users list: one aggregate query per page, whatever the number of users."""
+"""The users list: one query per page over the per-user totals, whatever the number of
+users or records."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Q
 
-from ..models import MemoryRecord, Policy
+from ..models import Policy, UserMemoryStats
 
 # Sort key -> aggregate or column, with its natural direction (biggest first for numbers).
 USER_SORTS = {
     "records": "-records",
     "tokens": "-tokens",
     "pinned": "-pinned",
-    "activity": "-last_activity",
+    "activity": "-last_written",
     "user": "user_id",
     "app": "app_name",
 }
@@ -31,7 +32,7 @@ class UserRow:
     records: int
     tokens: int
     pinned: int
-    last_activity: object
+    last_written: object
     max_records: int
     max_tokens: int
 
@@ -61,18 +62,12 @@ def user_page(
     field = USER_SORTS[sort].lstrip("-")
     if descending is None:
         descending = natural_descending(sort)
-    qs = MemoryRecord.objects.all()
+    # The trigger-kept totals: a page reads a few rows, not every record of every user.
+    qs = UserMemoryStats.objects.all()
     if search:
         qs = qs.filter(Q(user_id__icontains=search) | Q(app_name__icontains=search))
-    rows = (
-        qs.values("app_name", "user_id")
-        .annotate(
-            records=Count("id"),
-            tokens=Sum("tokens"),
-            pinned=Count("id", filter=Q(pinned=True)),
-            last_activity=Max("last_accessed_at"),
-        )
-        .order_by(f"-{field}" if descending else field, "app_name", "user_id")
+    rows = qs.values("app_name", "user_id", "records", "tokens", "pinned", "last_written").order_by(
+        f"-{field}" if descending else field, "app_name", "user_id"
     )
     paginator = Paginator(rows, per_page)
     page_obj: Page = paginator.get_page(page)
@@ -94,7 +89,7 @@ def user_page(
             records=row["records"],
             tokens=row["tokens"] or 0,
             pinned=row["pinned"],
-            last_activity=row["last_activity"],
+            last_written=row["last_written"],
             max_records=caps.get(row["app_name"], default_caps)[0],
             max_tokens=caps.get(row["app_name"], default_caps)[1],
         )

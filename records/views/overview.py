@@ -90,9 +90,7 @@ def _charts(now, app: AppFigures | None) -> dict:
         "eviction_days": EVICTION_DAYS,
         "evictions_chart": charts.evictions_per_day(evictions["days"], evictions["series"]),
         "evictions_total": sum(sum(v) for v in evictions["series"].values()),
-        "growth": _growth_rows(
-            growth_per_week(now, weeks=GROWTH_WEEKS, app_name=app.app_name), rollups
-        ),
+        "growth": growth_per_week(now, weeks=GROWTH_WEEKS, app_name=app.app_name),
         "growth_weeks": GROWTH_WEEKS,
         "rollups": rollups,
         "forgot_chart": charts.forgot_and_regret(
@@ -113,10 +111,3 @@ def _charts(now, app: AppFigures | None) -> dict:
             )
             out[f"{column}_chart"] = charts.per_user_against_cap(buckets, cap, what=column)
     return out
-
-
-def _growth_rows(live, rollups) -> list[tuple]:
-    """(monday, records created that week and still stored, records added per the
-    roll-ups or None) per week; both series cover the same weeks."""
-    added = dict(zip(rollups.weeks, rollups.records_added, strict=True))
-    return [(monday, created, added.get(monday)) for monday, created in live]

@@ -25,7 +25,7 @@ USER_COLUMNS = [
     ("records", "Records"),
     ("tokens", "Tokens"),
     ("pinned", "Pinned"),
-    ("activity", "Last activity"),
+    ("activity", "Last written"),
 ]
 PREVIEW_LIMIT = 100  # victims listed in a preview; the count covers all of them
 

@@ -91,10 +91,13 @@ def test_evictions_per_day_by_reason_never_counts_erasure():
     assert data["series"]["expired"] == [0, 0, 0, 0, 0, 0, 1]
 
 
-def test_growth_per_week_counts_records_created_each_week():
-    make_records("app", "a", 3, now=NOW)
-    make_records("app", "a", 2, now=NOW - timedelta(weeks=2))
-    make_records("other", "b", 5, now=NOW - timedelta(weeks=2))
+def test_growth_per_week_counts_records_added_each_week():
+    from records import feedback
+
+    feedback.bump("app", feedback.RECORDS_ADDED, NOW, 3)
+    feedback.bump("app", feedback.RECORDS_ADDED, NOW - timedelta(weeks=2), 1)
+    feedback.bump("app", feedback.RECORDS_ADDED, NOW - timedelta(weeks=2, days=1), 1)
+    feedback.bump("other", feedback.RECORDS_ADDED, NOW - timedelta(weeks=2), 5)
     weeks = growth_per_week(NOW, weeks=4, app_name="app")
     assert [w for w, _ in weeks][-1] == datetime(2026, 6, 8).date()  # Monday
     assert [n for _, n in weeks] == [0, 2, 0, 3]

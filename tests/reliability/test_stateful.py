@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -29,7 +29,7 @@ from records import erasure, sessions, store
 from records.erasure_guard import ErasedSubjectError
 from records.inventory import SUBJECT_STORES, Subject
 from records.memory_service import add_session, search_entries
-from records.models import EvictionEvent, MemoryRecord
+from records.models import EvictionEvent, MemoryRecord, UserMemoryStats
 from records.policies import update_policy
 from records.staff import pin_record
 from sweeper.sweep import idle_session_ids, retire_session
@@ -196,6 +196,22 @@ class Memadmin(RuleBasedStateMachine):
             tokens = sum(live.values_list("tokens", flat=True))
             if n > 8 or tokens > 120:
                 assert not live.filter(pinned=False).exists(), (user, n, tokens)
+
+    @invariant()
+    def user_stats_equal_the_records(self):
+        if not hasattr(self, "clock"):
+            return
+        live = {
+            (r["app_name"], r["user_id"]): (r["n"], r["t"] or 0, r["p"])
+            for r in MemoryRecord.objects.values("app_name", "user_id").annotate(
+                n=Count("id"), t=Sum("tokens"), p=Count("id", filter=Q(pinned=True))
+            )
+        }
+        kept = {
+            (s.app_name, s.user_id): (s.records, s.tokens, s.pinned)
+            for s in UserMemoryStats.objects.all()
+        }
+        assert kept == live
 
     @invariant()
     def pins_survive_everything_but_erasure(self):
