@@ -179,6 +179,24 @@ def _expired_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     return sql, params
 
 
+# The score rounded to 9 decimals in double precision, from the unrounded ``x``: the
+# same value as round(x::numeric, 9)::float8 (which converts x to 15 significant digits,
+# then rounds half away from zero), and ~6x cheaper. The two can only disagree when x * 1e9
+# lies within ~1e-6 of a half (conversion and product errors; |x| <= 1 as the weights sum
+# to 1), so there the numeric rounding is used itself.
+_PG_ROUND_9 = (
+    "CASE WHEN abs({x} * 1e9::float8 - floor({x} * 1e9::float8) - 0.5::float8) < 1e-5::float8"
+    " THEN round({x}::numeric, 9)::float8 ELSE round({x} * 1e9::float8) / 1e9::float8 END"
+)
+
+
+def _pg_unrounded_score() -> str:
+    recency = _PG_RECENCY.format(t="")
+    frequency = _PG_FREQUENCY.format(t="")
+    score = _PG_SCORE.format(t="", recency=recency, frequency=frequency)
+    return score.removeprefix("round(").removesuffix("::numeric, 9)::float8")
+
+
 def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     """Cap victims of every user over a cap, with their rank ``k``.
 
@@ -186,6 +204,8 @@ def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     through the sort and the window; the terms, dedupe key and session are read for the
     victims alone. Totals are one aggregate, not a materialised copy of the records.
     """
+    if connection.vendor == "postgresql" and user_ids is not None and len(user_ids) == 1:
+        return _pg_one_user_cap_sql(app_name, user_ids, now, p)
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
     _, _, score = _score_sql()
@@ -229,6 +249,76 @@ def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
         FROM ranked r
         JOIN totals ON totals.user_id = r.user_id
         {victim_rows}
+        WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
+    """
+    return sql, params
+
+
+def _pg_one_user_cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
+    """PostgreSQL, one user (enforcement after every write): only the lowest-ranked
+    records that can be victims go through the sort (a top-N heap, not a sort of all of
+    them) and the window; 100,000 records: 300 -> 125 ms. (Across many users the shared
+    window above is faster than a ranking per user.)
+
+    How many can be victims is bounded from the totals: the record cap needs n - max
+    records; the token cap needs a prefix whose tokens cover the excess, and a prefix of
+    length z + ceil(excess / m) does (z records of 0 tokens, m the smallest positive
+    count). Victims are a prefix of the ranking and the ranking is a total order, so the
+    first ``lim`` records ranked alone rank exactly as they do among all of them.
+    """
+    params = _base_params(app_name, now, p)
+    user_sql = _user_filter(user_ids, params)
+    recency, frequency, _ = _score_sql("m")
+    unpinned = "NOT pinned AND created_at >= %(cutoff)s"
+    min_positive = f"min(tokens) FILTER (WHERE {unpinned} AND tokens > 0)"
+    sql = f"""
+        WITH totals AS (
+            SELECT user_id, count(*) AS n, sum(tokens) AS s,
+                   greatest(count(*) - %(maxr)s, CASE
+                     WHEN sum(tokens) <= %(maxt)s THEN 0
+                     WHEN {min_positive} IS NULL THEN count(*)
+                     ELSE count(*) FILTER (WHERE {unpinned} AND tokens = 0)
+                          + (sum(tokens) - %(maxt)s + {min_positive} - 1) / {min_positive}
+                   END) AS lim
+            FROM {TABLE}
+            WHERE app_name = %(app)s {user_sql} AND (pinned OR created_at >= %(cutoff)s)
+            GROUP BY user_id
+            HAVING count(*) > %(maxr)s OR sum(tokens) > %(maxt)s
+        ),
+        ranked AS (
+            SELECT c.id, c.user_id, c.tokens, c.score,
+                   row_number() OVER w AS k,
+                   sum(c.tokens) OVER w AS t
+            FROM totals CROSS JOIN LATERAL (
+                SELECT id, user_id, tokens, last_accessed_at, created_at,
+                       {_PG_ROUND_9.format(x="raw.x")} AS score
+                FROM (
+                    -- OFFSET 0: x is computed once per row, not once per use above.
+                    SELECT id, user_id, tokens, last_accessed_at, created_at,
+                           {_pg_unrounded_score()} AS x
+                    FROM {TABLE}
+                    WHERE app_name = %(app)s AND user_id = totals.user_id AND {unpinned}
+                    OFFSET 0
+                ) AS raw
+                ORDER BY score, last_accessed_at, created_at, id
+                LIMIT totals.lim
+            ) AS c
+            WINDOW w AS (PARTITION BY c.user_id
+                         ORDER BY c.score, c.last_accessed_at, c.created_at, c.id
+                         ROWS UNBOUNDED PRECEDING)
+        )
+        SELECT r.id, r.user_id, r.tokens, {recency} AS recency, {frequency} AS frequency,
+               m.importance, r.score, m.dedupe_key, m.source_session_id,
+               CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
+                 AS reason,
+               r.k
+        FROM ranked r
+        JOIN totals ON totals.user_id = r.user_id
+        -- The victims' own rows by primary key; OFFSET 0 keeps the planner from
+        -- flattening the lookup into a hash join over the whole table.
+        CROSS JOIN LATERAL (
+            SELECT last_accessed_at, hits, importance, dedupe_key, source_session_id
+            FROM {TABLE} WHERE id = r.id OFFSET 0) AS m
         WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
     """
     return sql, params

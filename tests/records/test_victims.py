@@ -1,5 +1,6 @@
 """The database-side victim selection chooses exactly what the pure policy chooses."""
 
+import math
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -138,3 +139,57 @@ def test_counting_victims_in_the_database_matches_selecting_them(seed):
     for v in selected:
         by_reason[v.reason] = by_reason.get(v.reason, 0) + 1
     assert totals.by_reason == by_reason
+
+
+def test_token_cap_far_past_the_record_cap_with_zero_token_records_ranked_first():
+    # PostgreSQL ranks only as many records as can be victims (a bound from the totals);
+    # here the token cap needs 50 victims, 30 of them holding no tokens, against a record
+    # cap that needs one.
+    def record(age_days, importance, tokens):
+        return MemoryRecord(
+            app_name="app",
+            user_id="u",
+            content="x",
+            created_at=NOW - timedelta(days=age_days),
+            last_accessed_at=NOW - timedelta(days=age_days),
+            importance=importance,
+            tokens=tokens,
+        )
+
+    MemoryRecord.objects.bulk_create(
+        [record(300, 0.0, 0) for _ in range(30)] + [record(10, 0.5, 10) for _ in range(70)]
+    )
+    params = PolicyParams(max_records=99, max_tokens=500)  # 700 tokens: 200 over
+    got = select_victims("app", ["u"], NOW, params)
+    expected = select_victims_python("app", "u", NOW, params)
+    assert [(v.id, v.reason) for v in got] == [(v.id, v.reason) for v in expected]
+    assert len(got) == 50
+    assert [v.reason for v in got].count("token_cap") == 49
+
+
+def test_float_rounding_equals_numeric_rounding_in_postgresql():
+    from django.db import connection
+
+    from records.victims import _PG_ROUND_9
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the PostgreSQL score expression")
+    rng = random.Random(7)
+    values = [rng.random() for _ in range(2000)]
+    # Halves and their neighbours, where rounding methods disagree if any do.
+    for k in (0, 1, 123456789, 500000000, 999999999, 1000000000):
+        half = (k + 0.5) / 1e9
+        values += [half, math.nextafter(half, 0), math.nextafter(half, 1), k / 1e9]
+        values += [half + d for d in (1e-16, -1e-16, 3e-15, -3e-15, 1e-14, -1e-14)]
+    values = [v for v in values if 0 <= v <= 1]
+    expression = _PG_ROUND_9.format(x="v")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # The expression is the module's constant; the values go as a parameter.
+            f"SELECT v, {expression}, round(v::numeric, 9)::float8"  # noqa: S608
+            " FROM unnest(%s::float8[]) AS v",
+            [values],
+        )
+        rows = cursor.fetchall()
+    assert len(rows) == len(values)
+    assert [(v, fast) for v, fast, _ in rows] == [(v, exact) for v, _, exact in rows]
