@@ -103,3 +103,22 @@ def test_seed_demo_history_is_deterministic():
     assert not Run.objects.exists() and not Correction.objects.exists()
     demo.seed(users_per_app=2, now=now)
     assert metric_rows() == first
+
+
+def test_seed_demo_counts_its_records_as_added_on_their_creation_days():
+    from records import feedback
+    from records.models import DailyCounter
+    from records.selectors.overview import growth_per_week
+
+    now = timezone.now()
+    demo.seed(users_per_app=3, now=now, history_days=0)
+    for app in demo.DEMO_APPS:
+        stored = MemoryRecord.objects.filter(app_name=app)
+        added = DailyCounter.objects.filter(app_name=app, name=feedback.RECORDS_ADDED)
+        assert sum(added.values_list("value", flat=True)) == stored.count()
+        oldest = stored.order_by("created_at").first().created_at.date()
+        assert added.order_by("day").first().day == oldest
+    # the overview's weeks count them: twelve weeks of the demo's records, not zeros
+    weeks = growth_per_week(now, weeks=12)
+    recent = MemoryRecord.objects.filter(created_at__date__gte=weeks[0][0]).count()
+    assert sum(n for _, n in weeks) == recent > 0
