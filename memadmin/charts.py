@@ -164,7 +164,7 @@ def sweeps_per_day(days: Sequence[date], sweeps: Sequence[int | None]) -> dict |
 
 
 def records_added_per_week(weeks: Sequence[date], added: Sequence[int | None]) -> dict | None:
-    """Records added per week (Monday first), from the daily roll-ups. None without any."""
+    """Records added per week (Monday first). None when every week is None."""
     if all(v is None for v in added):
         return None
     fig = go.Figure()

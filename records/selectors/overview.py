@@ -277,30 +277,22 @@ class Rollups:
     forgot_rate: list[float | None]
     regret_hits: list[int | None]
     sweeps_run: list[int | None]
-    weeks: list[date]
-    records_added: list[int | None]  # None for weeks with no rolled-up day
 
     @property
     def any_day(self) -> bool:
         return any(v is not None for v in self.sweeps_run)
 
-    @property
-    def any_week(self) -> bool:
-        return any(v is not None for v in self.records_added)
 
-
-def daily_rollups(now: datetime, app_name: str, *, days: int = 30, weeks: int = 12) -> Rollups:
-    """Forgot-something rate, regret hits, sweeps run (last ``days`` days) and records
-    added per week (last ``weeks`` weeks) from ``DailyMetric``. One query.
+def daily_rollups(now: datetime, app_name: str, *, days: int = 30) -> Rollups:
+    """Forgot-something rate, regret hits and sweeps run over the last ``days`` days,
+    from ``DailyMetric``. One query. (Records added per week: ``growth_per_week``.)
 
     Only these metrics are read, by name: erasure figures never reach these charts.
     """
     today = now.date()
     first_day = today - timedelta(days=days - 1)
-    this_monday = today - timedelta(days=today.weekday())
-    first_week = this_monday - timedelta(weeks=weeks - 1)
-    rows = DailyMetric.objects.filter(day__gte=min(first_day, first_week), day__lte=today).filter(
-        Q(app_name=app_name, name__in=[FORGOT_RATE, feedback.REGRET_HITS, feedback.RECORDS_ADDED])
+    rows = DailyMetric.objects.filter(day__gte=first_day, day__lte=today).filter(
+        Q(app_name=app_name, name__in=[FORGOT_RATE, feedback.REGRET_HITS])
         | Q(app_name=ALL_APPS, name=SWEEPS_RUN)
     )
     values: dict[tuple[date, str], float] = {}
@@ -312,19 +304,9 @@ def daily_rollups(now: datetime, app_name: str, *, days: int = 30, weeks: int = 
     def per_day(name, default):
         return [(values.get((d, name), default) if d in rolled_up else None) for d in day_list]
 
-    week_list = [first_week + timedelta(weeks=i) for i in range(weeks)]
-    added = []
-    for monday in week_list:
-        week_days = [monday + timedelta(days=i) for i in range(7)]
-        if any(d in rolled_up for d in week_days):
-            added.append(int(sum(values.get((d, feedback.RECORDS_ADDED), 0) for d in week_days)))
-        else:
-            added.append(None)
     return Rollups(
         days=day_list,
         forgot_rate=per_day(FORGOT_RATE, None),
         regret_hits=[None if v is None else int(v) for v in per_day(feedback.REGRET_HITS, 0)],
         sweeps_run=[None if v is None else int(v) for v in per_day(SWEEPS_RUN, 0)],
-        weeks=week_list,
-        records_added=added,
     )

@@ -84,20 +84,24 @@ def _charts(now, app: AppFigures | None) -> dict:
     if app is None:
         return {"app_figures": None}
     evictions = evictions_per_day(now, days=EVICTION_DAYS, app_name=app.app_name)
-    rollups = daily_rollups(now, app.app_name, days=EVICTION_DAYS, weeks=GROWTH_WEEKS)
+    rollups = daily_rollups(now, app.app_name, days=EVICTION_DAYS)
+    growth = growth_per_week(now, weeks=GROWTH_WEEKS, app_name=app.app_name)
+    added = [n for _, n in growth]
     out = {
         "app_figures": app,
         "eviction_days": EVICTION_DAYS,
         "evictions_chart": charts.evictions_per_day(evictions["days"], evictions["series"]),
         "evictions_total": sum(sum(v) for v in evictions["series"].values()),
-        "growth": growth_per_week(now, weeks=GROWTH_WEEKS, app_name=app.app_name),
+        "growth": growth,
         "growth_weeks": GROWTH_WEEKS,
         "rollups": rollups,
         "forgot_chart": charts.forgot_and_regret(
             rollups.days, rollups.forgot_rate, rollups.regret_hits
         ),
         "sweeps_chart": charts.sweeps_per_day(rollups.days, rollups.sweeps_run),
-        "added_chart": charts.records_added_per_week(rollups.weeks, rollups.records_added),
+        "added_chart": charts.records_added_per_week([w for w, _ in growth], added)
+        if any(added)
+        else None,
         "records_chart": None,
         "tokens_chart": None,
     }
