@@ -197,6 +197,33 @@ def _pg_unrounded_score() -> str:
     return score.removeprefix("round(").removesuffix("::numeric, 9)::float8")
 
 
+# The victims' own rows by primary key; OFFSET 0 keeps the planner from flattening the
+# lookup into a hash join over the whole table.
+_PG_VICTIM_ROWS = f"""CROSS JOIN LATERAL (
+            SELECT last_accessed_at, hits, importance, dedupe_key, source_session_id
+            FROM {TABLE} WHERE id = r.id OFFSET 0) AS m"""
+
+
+def _ranked_victims(recency: str, frequency: str, victim_rows: str) -> str:
+    """The end of both cap queries: the window over ``c`` (the ranked candidates, in the
+    ``ranked`` CTE), then the rows still over a cap, with their terms and reason."""
+    return f"""
+            WINDOW w AS (PARTITION BY c.user_id
+                         ORDER BY c.score, c.last_accessed_at, c.created_at, c.id
+                         ROWS UNBOUNDED PRECEDING)
+        )
+        SELECT r.id, r.user_id, r.tokens, {recency} AS recency, {frequency} AS frequency,
+               m.importance, r.score, m.dedupe_key, m.source_session_id,
+               CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
+                 AS reason,
+               r.k
+        FROM ranked r
+        JOIN totals ON totals.user_id = r.user_id
+        {victim_rows}
+        WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
+    """
+
+
 def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     """Cap victims of every user over a cap, with their rank ``k``.
 
@@ -211,11 +238,7 @@ def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     _, _, score = _score_sql()
     recency, frequency, _ = _score_sql("m")
     if connection.vendor == "postgresql":
-        # The victims' own rows by primary key; OFFSET 0 keeps the planner from
-        # flattening the lookup into a hash join over the whole table.
-        victim_rows = f"""CROSS JOIN LATERAL (
-            SELECT last_accessed_at, hits, importance, dedupe_key, source_session_id
-            FROM {TABLE} WHERE id = r.id OFFSET 0) AS m"""
+        victim_rows = _PG_VICTIM_ROWS
     else:
         victim_rows = f"JOIN {TABLE} m ON m.id = r.id"
     sql = f"""
@@ -237,20 +260,7 @@ def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
                   AND created_at >= %(cutoff)s
                   AND user_id IN (SELECT user_id FROM totals)
             ) AS c
-            WINDOW w AS (PARTITION BY c.user_id
-                         ORDER BY c.score, c.last_accessed_at, c.created_at, c.id
-                         ROWS UNBOUNDED PRECEDING)
-        )
-        SELECT r.id, r.user_id, r.tokens, {recency} AS recency, {frequency} AS frequency,
-               m.importance, r.score, m.dedupe_key, m.source_session_id,
-               CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
-                 AS reason,
-               r.k
-        FROM ranked r
-        JOIN totals ON totals.user_id = r.user_id
-        {victim_rows}
-        WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
-    """
+{_ranked_victims(recency, frequency, victim_rows)}"""
     return sql, params
 
 
@@ -305,24 +315,7 @@ def _pg_one_user_cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
                 ORDER BY score, last_accessed_at, created_at, id
                 LIMIT totals.lim
             ) AS c
-            WINDOW w AS (PARTITION BY c.user_id
-                         ORDER BY c.score, c.last_accessed_at, c.created_at, c.id
-                         ROWS UNBOUNDED PRECEDING)
-        )
-        SELECT r.id, r.user_id, r.tokens, {recency} AS recency, {frequency} AS frequency,
-               m.importance, r.score, m.dedupe_key, m.source_session_id,
-               CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
-                 AS reason,
-               r.k
-        FROM ranked r
-        JOIN totals ON totals.user_id = r.user_id
-        -- The victims' own rows by primary key; OFFSET 0 keeps the planner from
-        -- flattening the lookup into a hash join over the whole table.
-        CROSS JOIN LATERAL (
-            SELECT last_accessed_at, hits, importance, dedupe_key, source_session_id
-            FROM {TABLE} WHERE id = r.id OFFSET 0) AS m
-        WHERE totals.n - r.k + 1 > %(maxr)s OR totals.s - r.t + r.tokens > %(maxt)s
-    """
+{_ranked_victims(recency, frequency, _PG_VICTIM_ROWS)}"""
     return sql, params
 
 
