@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 from django.utils import timezone
-from ninja.security import HttpBearer
+from ninja.security.http import HttpAuthBase
 
 from . import keys
 from .errors import ApiError
@@ -22,8 +22,14 @@ def _unauthorized(code: str, detail: str) -> ApiError:
     return ApiError(401, code, detail, headers=CHALLENGE)
 
 
-class AppApiKey(HttpBearer):
-    """``Authorization: Bearer mma_…`` with a key of the app named in the path."""
+class AppApiKey(HttpAuthBase):
+    """``Authorization: Bearer mma_…`` with a key of the app named in the path.
+
+    ninja's ``HttpBearer`` returns None (a generic 401) for a missing or malformed
+    header; this checks the header itself so each refusal says what is wrong.
+    """
+
+    openapi_scheme = "bearer"
 
     def __call__(self, request: HttpRequest) -> ApiKey:
         key = getattr(request, "_memadmin_api_key", None)
@@ -58,6 +64,3 @@ class AppApiKey(HttpBearer):
                 f"{app_name!r}.",
             )
         return key
-
-    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        raise NotImplementedError  # everything happens in __call__
