@@ -551,7 +551,8 @@ class UserMemoryStats(models.Model):
     aggregating every record on every request. Triggers on the records table keep
     them exact in the same transaction as each insert, delete or change of tokens or
     pin (migration 0005); a row goes when its user's last record does. Never written
-    by application code. ``last_written`` is when the user's newest record was stored.
+    by application code. ``last_written`` is when a record was last stored for the user
+    (a high-water mark: evicting that record does not move it back).
     """
 
     app_name = models.CharField(max_length=APP_NAME_MAX)
