@@ -16,7 +16,7 @@ from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import HttpError, ValidationError
 
 log = logging.getLogger("memadmin.api")
 
@@ -102,16 +102,6 @@ def install(api: NinjaAPI) -> None:
         code = "bad_request" if exc.status_code == 400 else f"http_{exc.status_code}"
         return error_response(api, request, exc.status_code, code, str(exc))
 
-    def on_unauthenticated(request, exc):
-        return error_response(
-            api,
-            request,
-            401,
-            "unauthorized",
-            "Missing API key: send 'Authorization: Bearer <key>'.",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-
     def on_not_found(request, exc):
         return error_response(api, request, 404, "not_found", str(exc) or "Not found.")
 
@@ -143,7 +133,6 @@ def install(api: NinjaAPI) -> None:
     api.add_exception_handler(ApiError, on_api_error)
     api.add_exception_handler(ValidationError, on_validation)
     api.add_exception_handler(HttpError, on_http_error)
-    api.add_exception_handler(AuthenticationError, on_unauthenticated)
     api.add_exception_handler(Http404, on_not_found)
     for cls in ADK_ERRORS:
         api.add_exception_handler(cls, on_adk_error)

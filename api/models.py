@@ -42,7 +42,3 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.app_name}: {self.name})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None

@@ -11,23 +11,12 @@ from google.adk.artifacts.base_artifact_service import (
 )
 from google.genai import types
 
-from .http import MemadminClient, file_path
-from .sessions import _client, user_path
+from .http import RemoteService, file_path, user_path
 from .wire import dump
 
 
-class RemoteArtifactService(BaseArtifactService):
+class RemoteArtifactService(RemoteService, BaseArtifactService):
     """Versioned artifacts kept by a memadmin server (as ``DjangoArtifactService``)."""
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        client: MemadminClient | None = None,
-        **client_options: Any,
-    ) -> None:
-        self.client = _client(base_url, api_key, client, client_options)
 
     @override
     async def save_artifact(

@@ -180,3 +180,31 @@ class MemadminClient:
                     raise error_from_response(response)
             await asyncio.sleep(self._delay(attempt, response))
             attempt += 1
+
+
+def user_path(app_name: str, user_id: str) -> str:
+    return f"/apps/{segment('app_name', app_name)}/users/{segment('user_id', user_id)}"
+
+
+def session_path(app_name: str, user_id: str, session_id: str) -> str:
+    return f"{user_path(app_name, user_id)}/sessions/{segment('session_id', session_id)}"
+
+
+class RemoteService:
+    """What the three remote ADK services share: the client they talk through, one
+    passed in (shared by several services) or one made from ``base_url`` and
+    ``api_key`` (``client_options`` go to ``MemadminClient``)."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        client: MemadminClient | None = None,
+        **client_options: Any,
+    ) -> None:
+        if client is None:
+            if base_url is None or api_key is None:
+                raise TypeError("pass base_url and api_key, or client=MemadminClient(...)")
+            client = MemadminClient(base_url, api_key, **client_options)
+        self.client = client

@@ -10,28 +10,17 @@ from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemor
 from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 
-from .http import MemadminClient, segment
-from .sessions import _client, user_path
+from .http import RemoteService, segment, user_path
 from .wire import dump
 
 
-class RemoteMemoryService(BaseMemoryService):
+class RemoteMemoryService(RemoteService, BaseMemoryService):
     """memadmin's evicting memory (rules, pins, caps, TTL), run by a memadmin server.
 
     Behaves as the in-process ``EvictingMemoryService``: idempotent ingest, search of
     unexpired records ranked by relevance (which counts as a use), deletes logged as
     manual evictions.
     """
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        client: MemadminClient | None = None,
-        **client_options: Any,
-    ) -> None:
-        self.client = _client(base_url, api_key, client, client_options)
 
     @override
     async def add_session_to_memory(self, session: Session) -> None:

@@ -12,7 +12,7 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
-from .http import MemadminClient, segment
+from .http import RemoteService, segment, session_path, user_path
 from .wire import dump, json_safe_state, session_from, without_temp_state
 
 
@@ -21,39 +21,13 @@ def _stripped(session_id: object) -> object:
     return session_id.strip() if isinstance(session_id, str) else session_id
 
 
-def user_path(app_name: str, user_id: str) -> str:
-    return f"/apps/{segment('app_name', app_name)}/users/{segment('user_id', user_id)}"
-
-
-def session_path(app_name: str, user_id: str, session_id: str) -> str:
-    return f"{user_path(app_name, user_id)}/sessions/{segment('session_id', session_id)}"
-
-
-def _client(base_url, api_key, client, options) -> MemadminClient:
-    if client is not None:
-        return client
-    if base_url is None or api_key is None:
-        raise TypeError("pass base_url and api_key, or client=MemadminClient(...)")
-    return MemadminClient(base_url, api_key, **options)
-
-
-class RemoteSessionService(BaseSessionService):
+class RemoteSessionService(RemoteService, BaseSessionService):
     """Sessions, events and state kept by a memadmin server.
 
     Behaves as memadmin's in-process ``DjangoSessionService``: the same state prefixes,
     idempotent appends and stale-session detection (each session carries the revision
     it was read at; appending from an older one raises ADK's ``StaleSessionError``).
     """
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        client: MemadminClient | None = None,
-        **client_options: Any,
-    ) -> None:
-        self.client = _client(base_url, api_key, client, client_options)
 
     @override
     async def create_session(

@@ -19,6 +19,7 @@ from memadmin_client import (
     MemadminClient,
     MemadminUnavailable,
     NotAuthorized,
+    RemoteArtifactService,
     RemoteMemoryService,
     RemoteSessionService,
     ServerError,
@@ -135,6 +136,20 @@ def test_ids_the_api_cannot_address_are_refused_before_sending():
         with pytest.raises(ValueError):
             asyncio.run(service.get_user_state(app_name=APP, user_id=bad))
     assert transport.requests == []
+
+
+def test_each_service_takes_a_shared_client_or_makes_its_own():
+    client, _ = scripted()
+    services = [cls(client=client) for cls in SERVICES]
+    assert all(s.client is client for s in services)
+    own = RemoteMemoryService("http://memadmin.test", "mma_key", retries=0)
+    assert isinstance(own.client, MemadminClient) and own.client is not client
+    for cls in SERVICES:
+        with pytest.raises(TypeError, match="pass base_url and api_key"):
+            cls("http://memadmin.test")
+
+
+SERVICES = (RemoteSessionService, RemoteMemoryService, RemoteArtifactService)
 
 
 # --- against a live server -------------------------------------------------------------------
