@@ -1,9 +1,9 @@
 """Triggers that keep records_usermemorystats equal to per-user aggregates of the records.
 
-PostgreSQL: statement-level triggers with transition tables, so a bulk insert or delete
-of thousands of records updates each affected user's row once. An update changes the
-stats only when a record's tokens, pin, app or user changed: touches (hits, access
-times) and re-scoring leave the stats rows alone, so they never lock them.
+PostgreSQL: statement-level insert and delete triggers with transition tables, so a bulk
+insert or eviction of thousands of records updates each affected user's row once; a
+row-level update trigger that fires only when a record's tokens, pin, app or user is set
+and changed, so touch flushes and re-scores neither fire it nor lock the stats rows.
 SQLite: row-level triggers doing the same one record at a time.
 """
 
@@ -35,12 +35,24 @@ _PG_SUBTRACT = f"""
     WHERE s.app_name = d.app_name AND s.user_id = d.user_id AND s.records <= 0;
 """
 
-_CHANGED = (
-    "(o.tokens, o.pinned, o.app_name, o.user_id)"
-    " IS DISTINCT FROM (n.tokens, n.pinned, n.app_name, n.user_id)"
-)
-_CHANGED_OLD = f"(SELECT o.* FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE {_CHANGED}) AS c"
-_CHANGED_NEW = f"(SELECT n.* FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE {_CHANGED}) AS c"
+# Row-level with WHEN, so an UPDATE that does not set a counted column (a touch flush, a
+# re-score) never fires it, and one that sets it to the same value stops at the WHEN.
+# (Transition tables, as for insert and delete, are not allowed with a column list.)
+_PG_UPDATE_ROW = f"""
+    UPDATE {STATS} SET records = records - 1, tokens = tokens - OLD.tokens,
+                       pinned = pinned - OLD.pinned::int
+    WHERE app_name = OLD.app_name AND user_id = OLD.user_id;
+    DELETE FROM {STATS}
+    WHERE app_name = OLD.app_name AND user_id = OLD.user_id AND records <= 0;
+    INSERT INTO {STATS} AS s (app_name, user_id, records, tokens, pinned, last_written)
+    VALUES (NEW.app_name, NEW.user_id, 1, NEW.tokens, NEW.pinned::int, NEW.created_at)
+    ON CONFLICT (app_name, user_id) DO UPDATE SET
+        records = s.records + 1,
+        tokens = s.tokens + EXCLUDED.tokens,
+        pinned = s.pinned + EXCLUDED.pinned,
+        last_written = greatest(s.last_written, EXCLUDED.last_written);
+"""
+_COUNTED = "tokens, pinned, app_name, user_id"
 
 PG_FORWARD = f"""
 CREATE FUNCTION memadmin_stats_insert() RETURNS trigger AS $$
@@ -57,13 +69,7 @@ END $$ LANGUAGE plpgsql;
 
 CREATE FUNCTION memadmin_stats_update() RETURNS trigger AS $$
 BEGIN
-    -- Only records whose counted columns changed; touches and re-scoring stop here.
-    IF NOT EXISTS (SELECT 1 FROM old_rows o JOIN new_rows n ON n.id = o.id
-                   WHERE {_CHANGED}) THEN
-        RETURN NULL;
-    END IF;
-{_PG_SUBTRACT.format(rows=_CHANGED_OLD)}
-{_PG_ADD.format(rows=_CHANGED_NEW)}
+{_PG_UPDATE_ROW}
     RETURN NULL;
 END $$ LANGUAGE plpgsql;
 
@@ -73,9 +79,11 @@ CREATE TRIGGER memadmin_stats_insert AFTER INSERT ON {RECORDS}
 CREATE TRIGGER memadmin_stats_delete AFTER DELETE ON {RECORDS}
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION memadmin_stats_delete();
-CREATE TRIGGER memadmin_stats_update AFTER UPDATE ON {RECORDS}
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION memadmin_stats_update();
+CREATE TRIGGER memadmin_stats_update AFTER UPDATE OF {_COUNTED} ON {RECORDS}
+    FOR EACH ROW
+    WHEN ((OLD.tokens, OLD.pinned, OLD.app_name, OLD.user_id)
+          IS DISTINCT FROM (NEW.tokens, NEW.pinned, NEW.app_name, NEW.user_id))
+    EXECUTE FUNCTION memadmin_stats_update();
 """
 PG_BACKWARD = f"""
 DROP TRIGGER IF EXISTS memadmin_stats_insert ON {RECORDS};
@@ -108,7 +116,7 @@ SQLITE_FORWARD = [
     f"""CREATE TRIGGER memadmin_stats_delete AFTER DELETE ON {RECORDS}
         BEGIN {_SQLITE_SUBTRACT} END""",
     f"""CREATE TRIGGER memadmin_stats_update
-        AFTER UPDATE OF tokens, pinned, app_name, user_id ON {RECORDS}
+        AFTER UPDATE OF {_COUNTED} ON {RECORDS}
         BEGIN {_SQLITE_SUBTRACT} {_SQLITE_ADD} END""",
 ]
 SQLITE_BACKWARD = [
