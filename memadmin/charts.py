@@ -164,8 +164,8 @@ def sweeps_per_day(days: Sequence[date], sweeps: Sequence[int | None]) -> dict |
 
 
 def records_added_per_week(weeks: Sequence[date], added: Sequence[int | None]) -> dict | None:
-    """Records added per week (Monday first). None when every week is None."""
-    if all(v is None for v in added):
+    """Records added per week (Monday first). None when no week added any."""
+    if not any(added):
         return None
     fig = go.Figure()
     fig.add_bar(

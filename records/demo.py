@@ -356,7 +356,8 @@ def clear_demo() -> None:
 
 def _count_as_added(records: list[MemoryRecord]) -> None:
     """Count bulk-made records on their creation days, as ingest counts what it stores,
-    so the overview's records added per week agrees with what the demo holds."""
+    so the overview's records added per week agrees with what the demo holds. Sets the
+    counts rather than adding to them: seed() runs on apps clear_demo() emptied."""
     added: dict[tuple[str, date], int] = {}
     for r in records:
         key = (r.app_name, r.created_at.date())

@@ -102,11 +102,12 @@ _PG_RECENCY = (
     "%(now)s::timestamptz - {t}last_accessed_at)) / 3600.0::float8 / %(hl)s::float8))"
 )
 _PG_FREQUENCY = "least(1.0::float8, ln(1.0::float8 + {t}hits) / ln(1.0::float8 + %(sat)s::float8))"
-_PG_SCORE = (
-    "round((%(wr)s::float8 * {recency} + %(wf)s::float8 * {frequency}"
+_PG_RAW_SCORE = (
+    "(%(wr)s::float8 * {recency} + %(wf)s::float8 * {frequency}"
     " + %(wi)s::float8 * (CASE WHEN {t}importance < 1e-15 THEN 0.0::float8"
-    " ELSE {t}importance END))::numeric, 9)::float8"
+    " ELSE {t}importance END))"
 )
+_PG_SCORE = "round(" + _PG_RAW_SCORE + "::numeric, 9)::float8"
 
 _SQLITE_ARGS = (
     "%(now)s, {t}last_accessed_at, {t}hits, {t}importance, %(hl)s, %(sat)s, %(wr)s, %(wf)s, %(wi)s"
@@ -193,8 +194,7 @@ _PG_ROUND_9 = (
 def _pg_unrounded_score() -> str:
     recency = _PG_RECENCY.format(t="")
     frequency = _PG_FREQUENCY.format(t="")
-    score = _PG_SCORE.format(t="", recency=recency, frequency=frequency)
-    return score.removeprefix("round(").removesuffix("::numeric, 9)::float8")
+    return _PG_RAW_SCORE.format(t="", recency=recency, frequency=frequency)
 
 
 # The victims' own rows by primary key; OFFSET 0 keeps the planner from flattening the

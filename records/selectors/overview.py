@@ -278,10 +278,6 @@ class Rollups:
     regret_hits: list[int | None]
     sweeps_run: list[int | None]
 
-    @property
-    def any_day(self) -> bool:
-        return any(v is not None for v in self.sweeps_run)
-
 
 def daily_rollups(now: datetime, app_name: str, *, days: int = 30) -> Rollups:
     """Forgot-something rate, regret hits and sweeps run over the last ``days`` days,

@@ -99,9 +99,7 @@ def _charts(now, app: AppFigures | None) -> dict:
             rollups.days, rollups.forgot_rate, rollups.regret_hits
         ),
         "sweeps_chart": charts.sweeps_per_day(rollups.days, rollups.sweeps_run),
-        "added_chart": charts.records_added_per_week([w for w, _ in growth], added)
-        if any(added)
-        else None,
+        "added_chart": charts.records_added_per_week([w for w, _ in growth], added),
         "records_chart": None,
         "tokens_chart": None,
     }
