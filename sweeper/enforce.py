@@ -15,11 +15,11 @@ from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
 
 from records import store
-from records.models import MemoryRecord
+from records.models import EvictionEvent, MemoryRecord
 from records.policies import policy_for
 
 from .models import ItemKind, Run, WorkItem
-from .sweep import _record_entries, _Rollback
+from .sweep import _record_entries, _Rollback, replace_plan_entries
 
 
 def default_batch_size() -> int:
@@ -92,18 +92,22 @@ def plan_items(run: Run, size: int | None = None) -> list[WorkItem]:
     return items
 
 
-def enforce_users(item: WorkItem, now: datetime) -> tuple[str, dict]:
+def enforce_users(item: WorkItem, now: datetime) -> str:
     victims = store.enforce_many(item.app_name, item.users, now, run_id=item.run_id)
-    return f"{len(victims)} evicted from {len(item.users)} user(s)", {
-        "users_enforced": len(item.users),
-        "records_evicted": len(victims),
-    }
+    return f"{len(victims)} evicted from {len(item.users)} user(s)"
 
 
-def preview_users(item: WorkItem, as_of: datetime) -> tuple[str, dict]:
+def enforced_totals(item: WorkItem, done: bool) -> dict:
+    """The evictions this item's run recorded for its users (a batch is one transaction:
+    a failed one evicted nothing)."""
+    evicted = EvictionEvent.objects.filter(
+        app_name=item.app_name, user_id__in=item.users, run_id=item.run_id
+    ).count()
+    return {"users_enforced": len(item.users) if done else 0, "records_evicted": evicted}
+
+
+def preview_users(item: WorkItem, as_of: datetime) -> str:
     """Store what enforcing these users at ``as_of`` would evict; change nothing."""
-    from .models import PlanEntry
-
     existing = set(
         MemoryRecord.objects.filter(app_name=item.app_name, user_id__in=item.users).values_list(
             "id", flat=True
@@ -115,5 +119,6 @@ def preview_users(item: WorkItem, as_of: datetime) -> tuple[str, dict]:
             raise _Rollback
     except _Rollback:
         pass
-    PlanEntry.objects.bulk_create(_record_entries(item.run_id, item.app_name, victims, existing))
-    return f"{len(victims)} record(s) would go", {"records_planned": len(victims)}
+    entries = _record_entries(item.run_id, item.app_name, victims, existing)
+    replace_plan_entries(item.run_id, item.app_name, item.users, entries)
+    return f"{len(victims)} record(s) would go"

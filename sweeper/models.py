@@ -46,6 +46,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The last message that nudged a worker: the reconciler re-sends only after a stale
+    # period, so a broker whose workers are down does not fill up with copies.
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="Last message sent.")
     claim_token = models.CharField(max_length=64, blank=True)
     claimed_by = models.CharField(max_length=255, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -101,6 +104,7 @@ class WorkItem(models.Model):
     user_id = models.CharField(max_length=USER_ID_MAX, blank=True)
     session_id = models.CharField(max_length=SESSION_ID_MAX, blank=True)
     users = models.JSONField(default=list, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="Last message sent.")
     claim_token = models.CharField(max_length=64, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     outcome = models.CharField(max_length=500, blank=True)

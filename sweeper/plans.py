@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from records import store
 from records.locks import user_lock
@@ -55,7 +55,7 @@ def _refuse(entry: PlanEntry, message: str) -> None:
     entry.save(update_fields=["apply_status", "apply_message"])
 
 
-def apply_user(item: WorkItem, now: datetime) -> tuple[str, dict]:
+def apply_user(item: WorkItem, now: datetime) -> str:
     run = item.run
     entries = list(
         PlanEntry.objects.filter(
@@ -124,7 +124,18 @@ def apply_user(item: WorkItem, now: datetime) -> tuple[str, dict]:
             apply_status=ApplyStatus.APPLIED, apply_message="evicted"
         )
         applied += len(done)
-    return f"{applied} applied, {refused} refused", {"applied": applied, "refused": refused}
+    return f"{applied} applied, {refused} refused"
+
+
+def applied_totals(item: WorkItem) -> dict:
+    """The plan's entries for this user applied or refused so far, by every attempt (an
+    attempt killed half-way marked some before it died)."""
+    return PlanEntry.objects.filter(
+        run=item.run.plan, app_name=item.app_name, user_id=item.user_id
+    ).aggregate(
+        applied=Count("id", filter=Q(apply_status=ApplyStatus.APPLIED)),
+        refused=Count("id", filter=Q(apply_status=ApplyStatus.REFUSED)),
+    )
 
 
 def _stale(entry: PlanEntry, record: MemoryRecord | None, refused_sessions: set[str]) -> str:

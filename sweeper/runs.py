@@ -67,6 +67,7 @@ def create_run(
                 plan=plan,
                 requested_by=by,
                 schedule_key=schedule_key,
+                queued_at=timezone.now() if enqueue else None,
             )
     except IntegrityError:
         if schedule_key or plan is not None:
@@ -116,6 +117,9 @@ def fan_out(run: Run, token: str, items: list[WorkItem]) -> bool:
         locked = Run.objects.select_for_update().filter(id=run.id, claim_token=token).first()
         if locked is None or locked.total:
             return False
+        sent = timezone.now()  # the caller nudges every item (a message, or inline)
+        for item in items:
+            item.queued_at = sent
         WorkItem.objects.bulk_create(items, batch_size=1000)
         Run.objects.filter(id=run.id).update(total=len(items), heartbeat_at=timezone.now())
     if not items:
@@ -148,7 +152,9 @@ def release_item(item: WorkItem, token: str) -> bool:
 def complete_item(
     item: WorkItem, token: str, status: str, outcome: str = "", stats: dict | None = None
 ) -> bool:
-    """Mark the item done (once), count it on the run, and finish the run after the last."""
+    """Mark the item done (once), add its totals to the run, and finish the run after the
+    last. ``stats`` are the item's totals counted from its rows, so each item adds all of
+    its work exactly once, whichever attempt finishes it."""
     with transaction.atomic():
         updated = WorkItem.objects.filter(
             id=item.id, claim_token=token, status=ItemStatus.PLANNED
@@ -183,25 +189,35 @@ def fail_run(run_id: int, error: str) -> None:
     )
 
 
+def message_due(now: datetime) -> Q:
+    """No message sent for a stale period. Until then the last one may still be queued:
+    re-sending on every pass would pile up copies while the workers are down."""
+    return Q(queued_at__isnull=True) | Q(queued_at__lt=now - stale_after())
+
+
 def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
-    """Re-queue runs that lost their message and items whose worker died."""
+    """Re-queue runs that lost their message and items whose worker died.
+
+    Each is sent at most once per stale period (``queued_at`` records the last send),
+    however often the reconciler passes and however long the workers stay down.
+    """
     from .tasks import execute_run, run_item
 
     now = now or timezone.now()
-    runs = list(
-        Run.objects.filter(
-            Q(status=RunStatus.QUEUED, created_at__lt=now - unclaimed_after())
-            | Q(status=RunStatus.RUNNING, total=0, heartbeat_at__lt=now - stale_after())
-        ).values_list("id", flat=True)
-    )
-    items = list(
-        WorkItem.objects.filter(run__status=RunStatus.RUNNING, status=ItemStatus.PLANNED)
-        .filter(
-            Q(claimed_at__isnull=True, run__heartbeat_at__lt=now - unclaimed_after())
-            | Q(claimed_at__lt=now - stale_after())
+    with transaction.atomic():
+        runs = _take_due(
+            Run.objects.filter(
+                Q(status=RunStatus.QUEUED, created_at__lt=now - unclaimed_after())
+                | Q(status=RunStatus.RUNNING, total=0, heartbeat_at__lt=now - stale_after())
+            ).filter(message_due(now)),
+            now,
         )
-        .values_list("id", flat=True)
-    )
+        items = _take_due(
+            WorkItem.objects.filter(run__status=RunStatus.RUNNING, status=ItemStatus.PLANNED)
+            .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - stale_after()))
+            .filter(message_due(now)),
+            now,
+        )
     for run_id in runs:
         execute_run.delay(run_id)
     for item_id in items:
@@ -209,3 +225,14 @@ def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
     if runs or items:
         log.warning("reconciler re-queued %d run(s) and %d item(s)", len(runs), len(items))
     return {"runs": runs, "items": items}
+
+
+def _take_due(due, now: datetime) -> list[int]:
+    """Stamp the due rows as sent now; a second reconciler at once skips them (locked)."""
+    ids = list(
+        due.select_for_update(skip_locked=True, of=("self",))
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    due.model.objects.filter(id__in=ids).update(queued_at=now)
+    return ids

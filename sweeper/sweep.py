@@ -14,6 +14,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Count, Q
 
 from records import artifacts as artifact_store
 from records import sessions as session_store
@@ -123,13 +124,21 @@ def retire_session(
     return "retired"
 
 
-def retire_user_sessions(item: WorkItem, now: datetime) -> tuple[str, dict]:
+def retire_user_sessions(item: WorkItem, now: datetime) -> str:
     outcomes: dict[str, int] = {}
     for session_id in idle_session_ids(item.app_name, item.user_id, now):
         outcome = retire_session(item.app_name, item.user_id, session_id, now, run_id=item.run_id)
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    stats = {"sessions_retired": outcomes.get("retired", 0)}
-    return ", ".join(f"{n} {what}" for what, n in sorted(outcomes.items())) or "nothing idle", stats
+    return ", ".join(f"{n} {what}" for what, n in sorted(outcomes.items())) or "nothing idle"
+
+
+def retired_totals(item: WorkItem) -> dict:
+    """Sessions this item's run retired for its user, by every attempt: the tombstones
+    count the ones an attempt killed half-way retired before it died."""
+    retired = RetiredSession.objects.filter(
+        app_name=item.app_name, user_id=item.user_id, run_id=item.run_id
+    ).count()
+    return {"sessions_retired": retired}
 
 
 # --- dry-run ------------------------------------------------------------------------------
@@ -139,7 +148,7 @@ class _Rollback(Exception):
     """Leaves a simulation's transaction, discarding everything it wrote."""
 
 
-def preview_user_sessions(item: WorkItem, as_of: datetime) -> tuple[str, dict]:
+def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
     """Store what retiring this user's idle sessions would do; change nothing.
 
     The sweep's own code runs inside a transaction that is then rolled back, so the
@@ -179,11 +188,25 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> tuple[str, dict]:
             )
         )
     entries.extend(_record_entries(run_id, app_name, victims, existing_ids))
-    PlanEntry.objects.bulk_create(entries)
-    return f"{len(sessions)} session(s), {len(victims)} record(s) would go", {
-        "sessions_planned": len(sessions),
-        "records_planned": len(victims),
-    }
+    replace_plan_entries(run_id, app_name, [user_id], entries)
+    return f"{len(sessions)} session(s), {len(victims)} record(s) would go"
+
+
+def replace_plan_entries(run_id: int, app_name: str, user_ids: list[str], entries) -> None:
+    """Store an item's report lines; a retried item replaces, not repeats, an earlier
+    attempt's (its worker may have died after writing them)."""
+    with transaction.atomic():
+        PlanEntry.objects.filter(run_id=run_id, app_name=app_name, user_id__in=user_ids).delete()
+        PlanEntry.objects.bulk_create(entries)
+
+
+def planned_totals(run_id: int, app_name: str, user_ids: list[str]) -> dict:
+    """What an item's report lines plan (dry-runs)."""
+    rows = PlanEntry.objects.filter(run_id=run_id, app_name=app_name, user_id__in=user_ids)
+    return rows.aggregate(
+        sessions_planned=Count("id", filter=Q(kind=EntryKind.SESSION)),
+        records_planned=Count("id", filter=Q(kind=EntryKind.RECORD)),
+    )
 
 
 def _record_entries(run_id, app_name, victims, existing_ids: set[int]) -> list[PlanEntry]:

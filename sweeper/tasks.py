@@ -34,8 +34,8 @@ def plan_run(run: Run) -> list[WorkItem]:
     raise ValueError(f"unknown run kind {run.kind!r}")
 
 
-def process_item(item: WorkItem) -> tuple[str, dict]:
-    """Do one item's work; dry-runs only write their report."""
+def process_item(item: WorkItem) -> str:
+    """Do one item's work; dry-runs only write their report. Returns what happened."""
     run = item.run
     if item.kind == ItemKind.SESSIONS:
         if run.dry_run:
@@ -48,6 +48,28 @@ def process_item(item: WorkItem) -> tuple[str, dict]:
     if item.kind == ItemKind.APPLY_USER:
         return plans.apply_user(item, timezone.now())
     raise ValueError(f"unknown item kind {item.kind!r}")
+
+
+def item_totals(item: WorkItem, status: str) -> dict:
+    """What the item did, counted from the rows its work wrote rather than by the last
+    attempt: an attempt killed half-way (or failing half-way) did part of the work too."""
+    run = item.run
+    if item.kind == ItemKind.SESSIONS:
+        if run.dry_run:
+            return sweep.planned_totals(run.id, item.app_name, [item.user_id])
+        return sweep.retired_totals(item)
+    if item.kind == ItemKind.USERS:
+        if run.dry_run:
+            planned = sweep.planned_totals(run.id, item.app_name, item.users)
+            return {"records_planned": planned["records_planned"]}
+        return enforce.enforced_totals(item, done=status == ItemStatus.DONE)
+    if item.kind == ItemKind.APPLY_USER:
+        return plans.applied_totals(item)
+    raise ValueError(f"unknown item kind {item.kind!r}")
+
+
+def finish_item(item: WorkItem, token: str, status: str, outcome: str) -> bool:
+    return runs.complete_item(item, token, status, outcome, item_totals(item, status))
 
 
 @shared_task(**LONG_TASK)
@@ -81,20 +103,20 @@ def run_item(self, item_id: int) -> None:
         return
     item, token = claimed
     try:
-        outcome, stats = process_item(item)
-        runs.complete_item(item, token, ItemStatus.DONE, outcome, stats)
+        outcome = process_item(item)
+        finish_item(item, token, ItemStatus.DONE, outcome)
     except RETRYABLE as exc:
         close_old_connections()
         if self.request.retries >= MAX_RETRIES:
             log.exception("item %s of run %s failed after retries", item_id, item.run_id)
-            runs.complete_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
+            finish_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
             return
         log.warning("item %s: database connection lost (%s); retrying", item_id, exc)
         runs.release_item(item, token)
         raise self.retry(exc=exc, countdown=min(2**self.request.retries, 30)) from exc
     except Exception as exc:
         log.exception("item %s of run %s failed", item_id, item.run_id)
-        runs.complete_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
+        finish_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
 
 
 def run_inline(run: Run, progress=None) -> Run:

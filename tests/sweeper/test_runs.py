@@ -1,14 +1,27 @@
 """Runs are claimed in the database: one claim wins, items complete once."""
 
 import threading
+from collections import Counter
 from datetime import timedelta
 
 import pytest
 from django.db import connections
 from django.utils import timezone
 
+from records.models import RetiredSession
 from sweeper import runs, tasks
-from sweeper.models import ItemKind, ItemStatus, Run, RunKind, RunStatus, WorkItem
+from sweeper.models import (
+    ApplyStatus,
+    ItemKind,
+    ItemStatus,
+    PlanEntry,
+    Run,
+    RunKind,
+    RunStatus,
+    WorkItem,
+)
+
+from .helpers import make_session
 
 pytestmark = pytest.mark.django_db
 
@@ -107,3 +120,140 @@ def test_reconcile_finds_lost_messages_and_dead_workers(settings):
         app.conf.task_always_eager = False
     assert result["runs"] == [lost.id]
     assert Run.objects.get(id=lost.id).status == RunStatus.DONE
+
+
+# --- the reconciler sends one message per stale period, however often it passes ---------
+
+
+@pytest.fixture
+def broker():
+    """The real broker's queue for sweeper tasks: drained and counted, then purged."""
+    from memadmin.celery import app
+
+    app.control.purge()
+
+    def sent(task) -> Counter:
+        """{first argument: messages} for ``task`` taken off its queue."""
+        queue = app.amqp.router.route({}, task.name)["queue"]
+        counts = Counter()
+        with app.connection_for_read() as conn:
+            bound = queue(conn.default_channel)
+            while (message := bound.get(no_ack=True)) is not None:
+                if message.headers.get("task") == task.name:
+                    args, _kwargs, _embed = message.decode()
+                    counts[args[0]] += 1
+        return counts
+
+    yield sent
+    app.control.purge()
+
+
+def passes_every_two_minutes(start, minutes):
+    """The reconciler's schedule (sweeper/schedules.py), on a fixed clock."""
+    return [start + timedelta(minutes=m) for m in range(2, minutes + 1, 2)]
+
+
+def sends_expected(start, passes) -> int:
+    """Re-sent only once the last message is older than the stale time."""
+    sends, last = 0, start
+    for now in passes:
+        if now - last > runs.stale_after():
+            sends, last = sends + 1, now
+    return sends
+
+
+def test_with_no_worker_the_reconciler_resends_each_item_once_per_stale_period(broker):
+    run = runs.create_run(RunKind.ENFORCE, enqueue=False)
+    token = runs.claim_run(run.id)
+    items = [WorkItem(run=run, kind=ItemKind.USERS, app_name="a", users=[u]) for u in "abc"]
+    sent_at = timezone.now()
+    runs.fan_out(run, token, items)
+    ids = list(WorkItem.objects.filter(run=run).values_list("id", flat=True))
+    runs.claim_item(ids[0], now=sent_at)  # a worker took this one, then died
+    passes = passes_every_two_minutes(sent_at, minutes=20)
+    for now in passes:
+        runs.reconcile(now=now)
+    expected = sends_expected(sent_at, passes)
+    assert expected == 3  # 20 minutes, 5-minute stale time: not one per pass (10)
+    assert broker(tasks.run_item) == {item_id: expected for item_id in ids}
+
+
+def test_a_queued_run_whose_message_was_lost_is_resent_once_per_stale_period(broker):
+    created = timezone.now()
+    run = runs.create_run(RunKind.SWEEP)  # its message is sent after commit: never, here
+    passes = passes_every_two_minutes(created, minutes=20)
+    for now in passes:
+        runs.reconcile(now=now)
+    assert broker(tasks.execute_run) == {run.id: sends_expected(created, passes)}
+
+
+# --- a run's totals come from the rows, whichever attempt did the work ----------------
+
+
+class WorkerKilled(BaseException):
+    """Leaves the task like SIGKILL would: no except clause of ours catches it."""
+
+
+@pytest.fixture
+def kill_at_second_retirement():
+    """The worker dies while retiring its second session (the first one is committed)."""
+    from django.db.models.signals import post_save
+
+    seen = []
+
+    def die(sender, instance, **kwargs):
+        seen.append(instance.session_id)
+        if len(seen) == 2:
+            raise WorkerKilled
+
+    post_save.connect(die, sender=RetiredSession)
+    yield
+    post_save.disconnect(die, sender=RetiredSession)
+
+
+def killed_then_finished(run):
+    """Run each item; the first attempt is killed, its claim is abandoned and goes stale,
+    and the reconciler's message lets a live worker finish the item."""
+    ids = list(WorkItem.objects.filter(run=run).values_list("id", flat=True))
+    with pytest.raises(WorkerKilled):
+        for item_id in ids:
+            tasks.run_item(item_id)
+    assert Run.objects.get(id=run.id).status == RunStatus.RUNNING
+    for item_id in runs.reconcile()["items"]:
+        tasks.run_item(item_id)
+    return Run.objects.get(id=run.id)
+
+
+def planned_run(kind, **fields):
+    run = runs.create_run(kind, enqueue=False, **fields)
+    token = runs.claim_run(run.id)
+    runs.fan_out(run, token, tasks.plan_run(run))
+    return run
+
+
+@pytest.fixture
+def idle_sessions(settings):
+    settings.MEMADMIN = {**settings.MEMADMIN, "STALE_CLAIM_SECONDS": 0}  # dead at once
+    for sid in ("s1", "s2", "s3"):
+        make_session("a", "u1", sid, [f"My name is Ana {sid}"], idle_days=30)
+
+
+def test_sessions_retired_by_a_killed_attempt_count_in_the_run(
+    idle_sessions, kill_at_second_retirement, broker
+):
+    run = killed_then_finished(planned_run(RunKind.SWEEP))
+    assert run.status == RunStatus.DONE and run.attempts == 1
+    assert RetiredSession.objects.filter(run_id=run.id).count() == 3
+    assert run.stats == {"sessions_retired": 3}
+
+
+def test_plan_entries_applied_by_a_killed_attempt_count_in_the_run(
+    idle_sessions, kill_at_second_retirement, broker
+):
+    plan = tasks.run_inline(runs.create_run(RunKind.SWEEP, dry_run=True, enqueue=False))
+    assert plan.stats["sessions_planned"] == 3
+    run = killed_then_finished(planned_run(RunKind.APPLY, plan=plan))
+    assert run.status == RunStatus.DONE
+    applied = PlanEntry.objects.filter(run=plan, apply_status=ApplyStatus.APPLIED).count()
+    assert applied == plan.entries.count() and applied >= 3
+    assert run.stats == {"applied": applied, "refused": 0}
