@@ -14,5 +14,7 @@ COPY . .
 RUN SECRET_KEY=build-only DATABASE_URL=postgres://build/none python manage.py collectstatic --noinput
 RUN useradd --system memadmin && mkdir -p /app/var && chown memadmin /app/var
 USER memadmin
+# gunicorn binds 0.0.0.0:$PORT; the health check (python -m memadmin.healthcheck) asks it there.
+ENV PORT=8000
 EXPOSE 8000
-CMD ["gunicorn", "memadmin.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["gunicorn", "memadmin.wsgi", "--workers", "3"]

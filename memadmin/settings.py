@@ -39,6 +39,15 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_count(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if not value.isdigit():
+        raise ImproperlyConfigured(f"{name} must be a whole number (0, 1, 2, ...), not {value!r}.")
+    return int(value)
+
+
 def database_from_url(url: str) -> dict:
     """Translate ``postgres://user:pass@host:port/name?opt=v`` or ``sqlite:///path``."""
     parts = urlsplit(url)
@@ -242,9 +251,16 @@ AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("AXES_COOLOFF_MINUTES",
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
-AXES_IPWARE_PROXY_COUNT = int(os.environ.get("AXES_PROXY_COUNT", "0"))
+# Reverse proxies in front of memadmin (TLS ends at them). Their X-Forwarded-* headers
+# are believed only when there are some: without a proxy any client could send them.
+PROXY_COUNT = env_count("PROXY_COUNT", 0)
+AXES_IPWARE_PROXY_COUNT = env_count("AXES_PROXY_COUNT", PROXY_COUNT)
+if PROXY_COUNT:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# The container's health check asks over plain HTTP from inside (no TLS there).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
@@ -252,7 +268,6 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # --- Celery ---------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")

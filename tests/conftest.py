@@ -152,20 +152,24 @@ def wait_until(predicate, timeout=60.0, interval=0.05, message="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+def subprocess_database_url() -> str:
+    """DATABASE_URL of this test run's database, for subprocesses (workers, servers)."""
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        return (
+            f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+            f"{db['PORT'] or 5432}/{db['NAME']}"
+        )
+    return f"sqlite:///{db['NAME']}"  # an absolute path: sqlite:////...
+
+
 @pytest.fixture
 def celery_worker_factory(transactional_db, settings):
     """start(concurrency=1) -> WorkerProcess using the test database. Stopped afterwards."""
     from memadmin.celery import app as celery_app
 
-    db = connection.settings_dict
     env = dict(os.environ)
-    if connection.vendor == "postgresql":
-        env["DATABASE_URL"] = (
-            f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
-            f"{db['PORT'] or 5432}/{db['NAME']}"
-        )
-    else:
-        env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"  # an absolute path: sqlite:////...
+    env["DATABASE_URL"] = subprocess_database_url()
     env["SECRET_KEY"] = settings.SECRET_KEY
     env["MEMADMIN_STALE_CLAIM_SECONDS"] = str(settings.MEMADMIN["STALE_CLAIM_SECONDS"])
     celery_app.control.purge()  # messages left by earlier runs are not ours

@@ -99,6 +99,35 @@ def test_production_shape_from_environment(tmp_path):
     ]
 
 
+PRODUCTION = {"DATABASE_URL": "postgres://u@h/db", "SECRET_KEY": "x" * 60}
+BELIEVED = "('HTTP_X_FORWARDED_PROTO', 'https')"
+TRUST = (
+    "from django.conf import settings as s; "
+    "print(s.SECURE_PROXY_SSL_HEADER, s.AXES_IPWARE_PROXY_COUNT, s.SECURE_SSL_REDIRECT)"
+)
+
+
+@pytest.mark.parametrize(
+    ("proxies", "expected"),
+    [
+        ({}, "None 0 True"),
+        ({"PROXY_COUNT": "0"}, "None 0 True"),
+        ({"PROXY_COUNT": "1"}, f"{BELIEVED} 1 True"),
+        ({"PROXY_COUNT": "1", "AXES_PROXY_COUNT": "2"}, f"{BELIEVED} 2 True"),
+    ],
+)
+def test_x_forwarded_proto_is_believed_only_behind_a_configured_proxy(proxies, expected):
+    result = settings_in_subprocess({**PRODUCTION, **proxies}, TRUST)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected
+
+
+def test_a_proxy_count_that_is_not_a_number_is_refused_with_what_is_allowed():
+    result = settings_in_subprocess({**PRODUCTION, "PROXY_COUNT": "yes"}, TRUST)
+    assert result.returncode != 0
+    assert "PROXY_COUNT must be a whole number (0, 1, 2, ...), not 'yes'" in result.stderr
+
+
 def old_python():
     for candidate in sorted(
         glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[01]*/bin/python3"))
