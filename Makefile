@@ -1,18 +1,30 @@
 # memadmin: `make run` starts everything on the embedded default, `make test` runs the tests.
 SHELL := /bin/bash
 VENV ?= .venv
+NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info < (3, 12))'
 # The first Python >= 3.12 on PATH (pyenv users: .python-version asks for 3.13).
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.14 python3; do \
-	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' \
-	>/dev/null 2>&1 && { echo $$p; break; }; done)
+	command -v $$p >/dev/null 2>&1 && $$p $(NEW_ENOUGH) >/dev/null 2>&1 && { echo $$p; break; }; done)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format setup bench clean reliability
+.PHONY: run test lint format setup venv bench clean reliability
+
+# $(VENV) on a Python new enough for Django 6. A venv left on an older one (say by
+# PYTHON=python3.11 make run) is rebuilt, not reused: it could never install memadmin.
+venv:
+	@if [ -z "$(PYTHON)" ]; then echo "memadmin needs Python 3.12 or newer (Django 6); none found on PATH." >&2; exit 1; fi
+	@if ! $(PYTHON) $(NEW_ENOUGH) >/dev/null 2>&1; then \
+		echo "memadmin needs Python 3.12 or newer (Django 6); PYTHON=$(PYTHON) is $$($(PYTHON) --version 2>&1)." >&2; exit 1; fi
+	@if [ -e "$(VENV)" ] && ! "$(VENV)/bin/python" $(NEW_ENOUGH) >/dev/null 2>&1; then \
+		if [ ! -f "$(VENV)/pyvenv.cfg" ]; then echo "$(VENV) exists but is not a virtualenv; remove it or set VENV=another/path." >&2; exit 1; fi; \
+		echo "$(VENV) has $$("$(VENV)/bin/python" --version 2>/dev/null || echo 'a Python that no longer runs'), too old for memadmin (3.12 or newer): rebuilding it with $$($(PYTHON) --version)."; \
+		rm -rf "$(VENV)"; \
+	fi
+	@if [ ! -x "$(VENV)/bin/python" ]; then echo "Creating $(VENV) with $$($(PYTHON) --version)"; $(PYTHON) -m venv "$(VENV)"; fi
 
 $(STAMP): pyproject.toml
-	@if [ -z "$(PYTHON)" ]; then echo "memadmin needs Python 3.12 or newer (Django 6); none found on PATH." >&2; exit 1; fi
-	@echo "Creating $(VENV) with $$($(PYTHON) --version)"
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@$(MAKE) --no-print-directory venv
+	@echo "Installing memadmin into $(VENV)"
 	@$(VENV)/bin/python -m pip install -q --upgrade pip
 	@$(VENV)/bin/python -m pip install -q -e '.[dev]'
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
