@@ -92,6 +92,8 @@ def test_a_sweep_survives_its_worker_being_killed_again_and_again(celery_worker_
     assert len(retired) == len(set(retired))  # each retired exactly once
     assert not lost and not (present & set(retired))
     assert present == set()  # all were idle: the finished sweep retired every one
+    # the run's totals count the sessions killed attempts retired too
+    assert done.stats["sessions_retired"] == len(retired)
     assert duplicates == 0
     # each retired session was ingested exactly once: EVENTS records apiece
     per_session = MemoryRecord.objects.values("source_session_id").annotate(n=Count("id"))
