@@ -214,7 +214,12 @@ def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
         )
         items = _take_due(
             WorkItem.objects.filter(run__status=RunStatus.RUNNING, status=ItemStatus.PLANNED)
-            .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - stale_after()))
+            .filter(
+                # unclaimed while its run makes no progress (a run that progresses is
+                # only working through its queue), or claimed by a worker that died
+                Q(claimed_at__isnull=True, run__heartbeat_at__lt=now - unclaimed_after())
+                | Q(claimed_at__lt=now - stale_after())
+            )
             .filter(message_due(now)),
             now,
         )

@@ -178,6 +178,18 @@ def test_with_no_worker_the_reconciler_resends_each_item_once_per_stale_period(b
     assert broker(tasks.run_item) == {item_id: expected for item_id in ids}
 
 
+def test_items_queued_behind_others_of_a_progressing_run_are_not_resent(broker):
+    run = runs.create_run(RunKind.ENFORCE, enqueue=False)
+    token = runs.claim_run(run.id)
+    start = timezone.now()
+    runs.fan_out(run, token, [WorkItem(run=run, kind=ItemKind.USERS, app_name="a", users=["u"])])
+    later = start + timedelta(hours=1)
+    # other items of the run keep completing (each renews the run's heartbeat)
+    Run.objects.filter(id=run.id).update(heartbeat_at=later - timedelta(seconds=5))
+    assert runs.reconcile(now=later)["items"] == []
+    assert broker(tasks.run_item) == {}
+
+
 def test_a_queued_run_whose_message_was_lost_is_resent_once_per_stale_period(broker):
     created = timezone.now()
     run = runs.create_run(RunKind.SWEEP)  # its message is sent after commit: never, here
