@@ -74,10 +74,14 @@ def _plain_http_test_client(settings):
 # --- a real Celery worker process --------------------------------------------------------
 
 
+# Both queues, as one worker consumes them when started without -Q.
+WORKER_QUEUES = ("celery", "erasure")
+
+
 class WorkerProcess:
     """A `celery worker` subprocess on this test run's database and broker."""
 
-    def __init__(self, env, concurrency):
+    def __init__(self, env, concurrency, queues=WORKER_QUEUES):
         import subprocess
         import sys
         import threading
@@ -96,6 +100,8 @@ class WorkerProcess:
                 "info",
                 "--concurrency",
                 str(concurrency),
+                "-Q",
+                ",".join(queues),
                 "-P",
                 "prefork",
                 "--without-gossip",
@@ -154,7 +160,8 @@ def wait_until(predicate, timeout=60.0, interval=0.05, message="condition"):
 
 @pytest.fixture
 def celery_worker_factory(transactional_db, settings):
-    """start(concurrency=1) -> WorkerProcess using the test database. Stopped afterwards."""
+    """start(concurrency=1, queues=WORKER_QUEUES) -> WorkerProcess using the test database.
+    Stopped afterwards."""
     from memadmin.celery import app as celery_app
 
     db = connection.settings_dict
@@ -171,8 +178,10 @@ def celery_worker_factory(transactional_db, settings):
     celery_app.control.purge()  # messages left by earlier runs are not ours
     workers: list[WorkerProcess] = []
 
-    def start(concurrency=1, **extra_env):
-        worker = WorkerProcess({**env, **{k: str(v) for k, v in extra_env.items()}}, concurrency)
+    def start(concurrency=1, queues=WORKER_QUEUES, **extra_env):
+        worker = WorkerProcess(
+            {**env, **{k: str(v) for k, v in extra_env.items()}}, concurrency, queues
+        )
         workers.append(worker)
         return worker
 
