@@ -25,7 +25,7 @@ from .harness import Report, checks_text, machine_info, machine_line, table
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/memadmin_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/8"
 
-SCENARIOS = ("search", "enforce_user", "enforce_pass", "ingest", "sweep", "dashboard")
+SCENARIOS = ("search", "enforce_user", "enforce_pass", "ingest", "sweep", "dashboard", "rules")
 
 # Every size a scenario uses. "smoke" keeps the whole run well under a minute (CI);
 # "full" is the sizes, for a quiet machine.
@@ -42,6 +42,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "user_pages": [500, 2_000],
             "repeat": 5,
         },
+        "rules": {"repeat": 5},
     },
     "full": {
         "search": {
@@ -59,6 +60,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "user_pages": [500, 5_000],
             "repeat": 30,
         },
+        "rules": {"repeat": 30},
     },
 }
 

@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Local, git-ignored state of the embedded default: database, broker folders, secret key.
@@ -30,6 +31,19 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(
         f"{name} must be one of 1/0/true/false/yes/no/on/off, not {value!r}."
     )
+
+
+def env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ImproperlyConfigured(f"{name} must be a number of seconds above 0, not {value!r}.")
+    return seconds
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -295,6 +309,30 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Erasure has a queue of its own, consumed by a worker of its own (`make run`, compose),
+# so a stuck sweep cannot delay it. A worker started without -Q consumes both queues.
+ERASURE_QUEUE = "erasure"
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = tuple(
+    Queue(name, routing_key=name) for name in (CELERY_TASK_DEFAULT_QUEUE, ERASURE_QUEUE)
+)
+CELERY_TASK_ROUTES = {"erasure.*": {"queue": ERASURE_QUEUE}}
+# Tasks that run importance rules over stored text (sweep, enforcement and plan items;
+# re-scoring) have time limits. At the soft limit the task stops, gives its claim back
+# and is retried; at the hard limit the worker process is killed, and the reconciler
+# re-queues the item once its claim is stale. Keep both below the stale-claim time. The
+# limits travel in the task's message, so web and workers need the same values.
+TASK_SOFT_TIME_LIMIT = env_seconds("MEMADMIN_TASK_SOFT_TIME_LIMIT", 120)
+TASK_TIME_LIMIT = env_seconds("MEMADMIN_TASK_TIME_LIMIT", 180)
+if TASK_SOFT_TIME_LIMIT >= TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"MEMADMIN_TASK_SOFT_TIME_LIMIT ({TASK_SOFT_TIME_LIMIT:g}) must be below "
+        f"MEMADMIN_TASK_TIME_LIMIT ({TASK_TIME_LIMIT:g})."
+    )
+CELERY_TASK_ANNOTATIONS = {
+    name: {"soft_time_limit": TASK_SOFT_TIME_LIMIT, "time_limit": TASK_TIME_LIMIT}
+    for name in ("sweeper.tasks.run_item", "records.tasks.rescore_app")
+}
 
 # Redis for the touch buffer and locks; defaults to the broker when that is Redis.
 REDIS_URL = os.environ.get("REDIS_URL") or (

@@ -173,7 +173,9 @@ class RuleForm(forms.ModelForm):
         help_texts = {
             "app_name": "Blank: every app. An app's own rule wins over an all-apps rule.",
             "name": "A shipped default's name replaces that default.",
-            "pattern": "Python regular expression, case-insensitive. Score rules match "
+            "pattern": "Regular expression for RE2, case-insensitive: Python's syntax "
+            "without backreferences or lookaround, matched in time linear in the text. "
+            r"\w, \d, \s and \b are ASCII; \pL is any letter. Score rules match "
             "anywhere in the text; drop rules must match the whole text.",
             "enabled": "A disabled rule with a default's name switches that default off.",
         }

@@ -424,7 +424,7 @@ class ImportanceRule(models.Model):
 
     app_name = models.CharField(max_length=APP_NAME_MAX, blank=True)
     name = models.CharField(max_length=64)
-    pattern = models.TextField(help_text="Python regular expression, matched case-insensitively.")
+    pattern = models.TextField(help_text="RE2 regular expression, matched case-insensitively.")
     action = models.CharField(max_length=8, choices=ACTIONS, default=pure_rules.SCORE)
     importance = models.FloatField(null=True, blank=True)
     pin = models.BooleanField(default=False)
@@ -459,6 +459,11 @@ class ImportanceRule(models.Model):
             category=self.category,
             enabled=self.enabled,
         )
+
+    def problems(self) -> list[str]:
+        """Why this row cannot be used as a rule (e.g. a pattern stored before the rule
+        engine became RE2); empty when it can."""
+        return pure_rules.validate_rule(_unchecked_rule(self))
 
     def clean(self) -> None:
         problems = pure_rules.rule_problems(_unchecked_rule(self))

@@ -9,6 +9,12 @@ until a staff action re-scores existing ones.
 - A **score** rule matches anywhere in the text. The highest-importance match sets the
   importance and category; any matching rule with ``pin`` pins the record.
 - Text no rule matches gets ``UNMATCHED_IMPORTANCE`` (or the classifier's answer).
+
+Every pattern, shipped or staff-written, runs on RE2 (``google-re2``): it never
+backtracks, so matching takes time linear in the text whatever the pattern. What RE2
+cannot run (backreferences, lookaround, possessive quantifiers) is refused when a rule
+is made, with what to write instead. ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII in
+RE2; ``\\pL`` is any letter.
 """
 
 from __future__ import annotations
@@ -17,6 +23,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+
+import re2
+
+from .storable import storable_text
 
 DROP = "drop"
 SCORE = "score"
@@ -57,6 +67,7 @@ def rule_problems(rule: Rule) -> dict[str, list[str]]:
     def add(field: str, problem: str) -> None:
         problems.setdefault(field, []).append(problem)
 
+    # Python's re is safe on the name: one character class, bounded.
     if not rule.name or not re.fullmatch(r"[\w.:-]{1,64}", rule.name):
         add("name", "name must be 1-64 letters, digits, '_', '.', ':' or '-'")
     if rule.action not in (DROP, SCORE):
@@ -65,13 +76,112 @@ def rule_problems(rule: Rule) -> dict[str, list[str]]:
         add("importance", "a score rule needs an importance between 0 and 1")
     if rule.action == DROP and rule.pin:
         add("pin", "a drop rule cannot pin")
-    if len(rule.pattern) > 2000:
-        add("pattern", "pattern is longer than 2000 characters")
-    try:
-        re.compile(rule.pattern)
-    except re.error as exc:
-        add("pattern", f"pattern is not a valid regular expression ({exc})")
+    if len(rule.pattern) > MAX_PATTERN_CHARS:
+        add("pattern", f"pattern is longer than {MAX_PATTERN_CHARS} characters")
+    else:
+        problem = pattern_problem(rule.pattern)
+        if problem:
+            add("pattern", problem)
     return problems
+
+
+# --- the engine ---------------------------------------------------------------------------
+
+MAX_PATTERN_CHARS = 2000
+# RE2's own default, stated: the most memory one compiled rule may use (its program and
+# its match cache). A pattern that needs more is refused as too large.
+ENGINE_MAX_MEMORY = 8 << 20
+
+
+def _engine_options() -> re2.Options:
+    options = re2.Options()
+    options.case_sensitive = False
+    options.never_capture = True  # rules only ask "does it match?": no groups to track
+    options.log_errors = False  # a refused pattern is reported to the person, not stderr
+    options.max_mem = ENGINE_MAX_MEMORY
+    return options
+
+
+_OPTIONS = _engine_options()
+
+
+@lru_cache(maxsize=512)
+def compiled(pattern: str):
+    """``pattern`` compiled by RE2, case-insensitive. Raises ``re2.error`` (or
+    UnicodeEncodeError for lone surrogates) when RE2 cannot run it."""
+    return re2.compile(pattern, _OPTIONS)
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why RE2 cannot run ``pattern``, and what to write instead; None when it can."""
+    try:
+        compiled(pattern)
+    except UnicodeEncodeError:
+        return "pattern contains invalid characters (lone UTF-16 surrogates)"
+    except re2.error as exc:
+        message = exc.args[0] if exc.args else ""
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
+        return _explain(str(message))
+    return None
+
+
+_LINEAR = "the rule engine (RE2) never backtracks, so every rule runs in time linear in the text"
+
+
+def _explain(error: str) -> str:
+    """A person's version of an RE2 compile error: what is unsupported and the way round."""
+    kind, _, part = error.partition(": ")
+    if kind == "invalid escape sequence" and part[1:2].isdigit():
+        return (
+            f"backreferences such as {part} are not supported: {_LINEAR}. Match the "
+            "repeated text itself, or split the rule in two"
+        )
+    if kind == "invalid escape sequence" and part == "\\Z":
+        return "\\Z is written \\z in the rule engine (RE2): the end of the text"
+    if kind == "invalid escape sequence" and part[1:2] in ("u", "U", "N"):
+        return (
+            f"{part}… escapes are not supported: write a character by its code point as "
+            "\\x{00E9}, or type the character itself"
+        )
+    if kind == "invalid perl operator" and part in ("(?=", "(?!", "(?<=", "(?<!"):
+        return (
+            f"lookahead and lookbehind ({part}…) are not supported: {_LINEAR}. Match the "
+            "surrounding text as part of the pattern (a score rule only has to find it "
+            "somewhere), or use \\b for the edge of a word"
+        )
+    if kind == "invalid perl operator" and part == "(?P":
+        return (
+            f"(?P=name) backreferences are not supported: {_LINEAR}. Match the repeated "
+            "text itself; to name a group, write (?P<name>…)"
+        )
+    if kind == "invalid perl operator" and part == "(?>":
+        return f"atomic groups (?>…) are not needed: {_LINEAR}. Write a plain group (?:…)"
+    if kind == "bad repetition operator" and part.endswith("+") and len(part) == 2:
+        return (
+            f"possessive quantifiers such as {part} are not needed: {_LINEAR}. Write "
+            f"{part[0]} instead"
+        )
+    if kind == "invalid perl operator" and part == "(?#":
+        return "comments (?#…) are not supported: remove them"
+    if kind == "invalid perl operator" and part == "(?(":
+        return "conditional groups (?(…)…) are not supported: use two rules"
+    if kind == "invalid perl operator":
+        return (
+            f"{part}… is not supported: the inline flags are i, m, s and U, e.g. (?s) or "
+            "(?i:…); verbose mode (?x) is not available"
+        )
+    if kind == "invalid repetition size":
+        return (
+            f"the repetition {part} is too large: a count can be at most 1000, and counts "
+            "of nested repetitions multiply"
+        )
+    if error.startswith("pattern too large"):
+        return (
+            "pattern is too large once compiled: large repetition counts, e.g. \\w{500} "
+            "or \\pL{100}, multiply its size. Use smaller counts, or + and *"
+        )
+    return f"pattern is not a valid regular expression for the rule engine (RE2): {error}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +193,10 @@ class Decision:
     category: str
 
 
+# Any space: RE2's \s is ASCII, Python's was Unicode (no-break, ideographic, thin spaces).
+_SPACE = r"\s\p{Z}"
 # Punctuation, spaces and emoji around and between small-talk phrases.
-_SEP = r"[\s,.!?;:()\-–—~…'\"\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]"
+_SEP = rf"[{_SPACE},.!?;:()\-–—~…'\"\x{{1F300}}-\x{{1FAFF}}\x{{2600}}-\x{{27BF}}\x{{FE0F}}]"
 SMALL_TALK = (
     r"(?:(?:hi|hello|hey|hiya|howdy|yo|greetings)(?: there| all| again)?|"
     r"good (?:morning|afternoon|evening|night)|"
@@ -114,7 +226,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(
         "medication",
         r"\b(?:medication|medicines?|prescri(?:bed|ption)s?|dosage|insulin|inhaler)\b"
-        r"|\b\d+(?:\.\d+)?\s?(?:mg|mcg|ml|units)\b",
+        rf"|\b\d+(?:\.\d+)?[{_SPACE}]?(?:mg|mcg|ml|units)\b",
         SCORE,
         0.9,
         True,
@@ -140,8 +252,9 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "contact",
+        # An e-mail address: \S@\S+\.\w finds exactly the texts \S+@\S+\.\w+ would.
         r"\b(?:address|deliver(?:y|ed)? to|ship(?:ping)? to|post ?code|zip ?code|"
-        r"phone(?: number)?|mobile|e-?mail|contact me)\b|\S+@\S+\.\w+"
+        r"phone(?: number)?|mobile|e-?mail|contact me)\b|\S@\S+\.\w"
         r"|\+\d[\d\s()-]{7,}\d|\b0\d{2,4}[\s-]?\d{3}[\s-]?\d{3,4}\b",
         SCORE,
         0.8,
@@ -187,26 +300,24 @@ def merge_rules(defaults: Iterable[Rule], overrides: Iterable[Rule]) -> tuple[Ru
     return tuple(r for r in merged.values() if r.enabled)
 
 
-@lru_cache(maxsize=512)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.UNICODE)
-
-
 def decide(text: str, rules: Iterable[Rule] = DEFAULT_RULES) -> Decision:
     """Apply ``rules`` to ``text``: drop it, or say how important it is and whether to pin."""
     stripped = text.strip()
     rules = tuple(rules)
     if not stripped:
         return Decision(True, None, False, "empty", "")
+    # RE2 matches UTF-8: encode once for every rule (lone surrogates become U+FFFD, as
+    # they are stored).
+    encoded = storable_text(stripped).encode("utf-8")
     for rule in rules:
         if rule.action != DROP or len(stripped) > SMALL_TALK_MAX_CHARS:
             continue
-        if _compiled(rule.pattern).fullmatch(stripped):
+        if compiled(rule.pattern).fullmatch(encoded):
             return Decision(True, None, False, rule.name, rule.category)
     best: Rule | None = None
     pinned = False
     for rule in rules:
-        if rule.action != SCORE or not _compiled(rule.pattern).search(stripped):
+        if rule.action != SCORE or not compiled(rule.pattern).search(encoded):
             continue
         pinned = pinned or rule.pin
         if best is None or rule.importance > best.importance:

@@ -441,7 +441,7 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
 
 # --- search ------------------------------------------------------------------------------
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)  # linear in Python's re: one class, no nesting
 # Function words carry no meaning for retrieval; PostgreSQL's english configuration
 # drops them, and the same list keeps SQLite's FTS5 ranking comparable.
 STOPWORDS = frozenset(

@@ -4,20 +4,42 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 
 from . import store
 
 log = logging.getLogger(__name__)
 
+# A re-score still past its soft time limit after this many retries is given up (logged);
+# the users it finished keep their new scores (settings.TASK_SOFT_TIME_LIMIT).
+TIME_LIMIT_RETRIES = 2
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def rescore_app(app_name: str) -> int:
+
+def soft_time_limit(task: Task) -> float | None:
+    """The soft time limit of the task now running: the message's, else the task's."""
+    _hard, soft = task.request.timelimit or (None, None)
+    return soft or task.soft_time_limit
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def rescore_app(self, app_name: str) -> int:
     """Re-apply the app's current importance rules to its records.
 
     Safe to run twice: a second pass finds nothing to change. Staff- and caller-set
-    importance is kept and no pin is removed (``store.rescore``).
+    importance is kept and no pin is removed (``store.rescore``). Each user's records are
+    committed on their own, so a retry after the soft time limit keeps what was done.
     """
-    changed = store.rescore(app_name)
+    try:
+        changed = store.rescore(app_name)
+    except SoftTimeLimitExceeded as exc:
+        limit = f"{soft_time_limit(self):g}s"
+        if self.request.retries >= TIME_LIMIT_RETRIES:
+            log.error(
+                "re-score of %s passed its soft time limit (%s) again; given up", app_name, limit
+            )
+            return 0
+        log.warning("re-score of %s passed its soft time limit (%s); retrying", app_name, limit)
+        raise self.retry(exc=exc, countdown=1) from exc
     log.info("re-scored %s: %d record(s) changed", app_name, changed)
     return changed

@@ -10,11 +10,13 @@ import logging
 from datetime import datetime
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from django.utils import timezone
 
 from records import touches
 from records.feedback import prune_regret_terms
+from records.tasks import soft_time_limit
 
 from . import enforce, metrics, plans, runs, sweep
 from .models import ItemKind, ItemStatus, Run, RunKind, WorkItem
@@ -94,6 +96,9 @@ def execute_run(run_id: int) -> None:
 # rolled back, so nothing is half-done), rather than recording a failure.
 RETRYABLE = (OperationalError, InterfaceError)
 MAX_RETRIES = 5
+# An item that keeps running past its soft time limit is failed after this many retries,
+# so one oversized item cannot hold a worker forever (settings.TASK_SOFT_TIME_LIMIT).
+TIME_LIMIT_RETRIES = 2
 
 
 @shared_task(bind=True, max_retries=MAX_RETRIES, **LONG_TASK)
@@ -105,6 +110,10 @@ def run_item(self, item_id: int) -> None:
     try:
         outcome = process_item(item)
         finish_item(item, token, ItemStatus.DONE, outcome)
+    except SoftTimeLimitExceeded as exc:
+        limit = soft_time_limit(self)
+        if not item_past_soft_time_limit(item, token, limit, attempt=self.request.retries):
+            raise self.retry(exc=exc, countdown=1) from exc
     except RETRYABLE as exc:
         close_old_connections()
         if self.request.retries >= MAX_RETRIES:
@@ -117,6 +126,33 @@ def run_item(self, item_id: int) -> None:
     except Exception as exc:
         log.exception("item %s of run %s failed", item_id, item.run_id)
         finish_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
+
+
+def item_past_soft_time_limit(item: WorkItem, token: str, seconds: float, *, attempt: int) -> bool:
+    """The item ran past its soft time limit; its work rolled back. Give the claim back
+    for a retry (False), or fail the item after ``TIME_LIMIT_RETRIES`` retries (True).
+    One line in the log, ids only."""
+    close_old_connections()
+    limit = f"{seconds:g}s"
+    if attempt >= TIME_LIMIT_RETRIES:
+        log.warning(
+            "item %s of run %s passed its soft time limit (%s) %d times; failed",
+            item.id,
+            item.run_id,
+            limit,
+            attempt + 1,
+        )
+        outcome = f"stopped at the soft time limit ({limit}) {attempt + 1} times"
+        finish_item(item, token, ItemStatus.FAILED, outcome)
+        return True
+    log.warning(
+        "item %s of run %s passed its soft time limit (%s); claim released for a retry",
+        item.id,
+        item.run_id,
+        limit,
+    )
+    runs.release_item(item, token)
+    return False
 
 
 def run_inline(run: Run, progress=None) -> Run:

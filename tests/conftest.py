@@ -74,10 +74,14 @@ def _plain_http_test_client(settings):
 # --- a real Celery worker process --------------------------------------------------------
 
 
+# Both queues, as one worker consumes them when started without -Q.
+WORKER_QUEUES = ("celery", "erasure")
+
+
 class WorkerProcess:
     """A `celery worker` subprocess on this test run's database and broker."""
 
-    def __init__(self, env, concurrency):
+    def __init__(self, env, concurrency, queues=WORKER_QUEUES):
         import subprocess
         import sys
         import threading
@@ -96,6 +100,8 @@ class WorkerProcess:
                 "info",
                 "--concurrency",
                 str(concurrency),
+                "-Q",
+                ",".join(queues),
                 "-P",
                 "prefork",
                 "--without-gossip",
@@ -165,7 +171,8 @@ def subprocess_database_url() -> str:
 
 @pytest.fixture
 def celery_worker_factory(transactional_db, settings):
-    """start(concurrency=1) -> WorkerProcess using the test database. Stopped afterwards."""
+    """start(concurrency=1, queues=WORKER_QUEUES) -> WorkerProcess using the test database.
+    Stopped afterwards."""
     from memadmin.celery import app as celery_app
 
     env = dict(os.environ)
@@ -175,8 +182,10 @@ def celery_worker_factory(transactional_db, settings):
     celery_app.control.purge()  # messages left by earlier runs are not ours
     workers: list[WorkerProcess] = []
 
-    def start(concurrency=1, **extra_env):
-        worker = WorkerProcess({**env, **{k: str(v) for k, v in extra_env.items()}}, concurrency)
+    def start(concurrency=1, queues=WORKER_QUEUES, **extra_env):
+        worker = WorkerProcess(
+            {**env, **{k: str(v) for k, v in extra_env.items()}}, concurrency, queues
+        )
         workers.append(worker)
         return worker
 

@@ -35,19 +35,17 @@ class EffectiveRule:
 
 
 @dataclass(frozen=True)
+class SkippedRule:
+    row: ImportanceRule
+    why: str  # the problems, as sentences
+
+
+@dataclass(frozen=True)
 class EffectiveRules:
     app_name: str
     rules: list[EffectiveRule]
     switched_off: list[ImportanceRule]  # disabled staff rules that win over their name
-    invalid: list[ImportanceRule]  # rows active_rules skips because they do not validate
-
-
-def _valid(row: ImportanceRule) -> bool:
-    try:
-        row.as_rule()
-    except pure_rules.RuleError:
-        return False
-    return True
+    invalid: list[SkippedRule]  # rows active_rules skips because they do not validate
 
 
 def effective_rules(app_name: str, rows: list[ImportanceRule]) -> EffectiveRules:
@@ -57,9 +55,10 @@ def effective_rules(app_name: str, rows: list[ImportanceRule]) -> EffectiveRules
     all-apps rule of the same name, which wins over the shipped default.
     """
     scope = [r for r in rows if r.app_name in ("", app_name)]
-    invalid = [r for r in scope if not _valid(r)]
+    problems = {r.pk: r.problems() for r in scope}
+    invalid = [SkippedRule(r, "; ".join(problems[r.pk])) for r in scope if problems[r.pk]]
     winners: dict[str, ImportanceRule] = {}
-    for row in sorted((r for r in scope if r not in invalid), key=lambda r: r.app_name):
+    for row in sorted((r for r in scope if not problems[r.pk]), key=lambda r: r.app_name):
         winners[row.name] = row  # "" sorts first, so the app's own rule wins
     out = []
     for rule in active_rules(app_name):

@@ -88,7 +88,8 @@ def rule(request, pk):
     row = get_object_or_404(ImportanceRule.objects.select_related("updated_by"), pk=pk)
     if request.method == "GET":
         form = RuleForm(instance=row) if has_role(request.user, OPS) else None
-        return render(request, "records/rule.html", {"row": row, "form": form})
+        context = {"row": row, "form": form, "problems": row.problems()}
+        return render(request, "records/rule.html", context)
     check_role(request, OPS)
     form = RuleForm(request.POST, instance=row)
 

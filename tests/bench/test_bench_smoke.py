@@ -53,6 +53,8 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "ingest",
         "sweep",
         "dashboard: user page",
+        "rules: 9 defaults",
+        "rules: staff pattern",
     }
     failed = [c for c in report["checks"] if not c["passed"]]
     assert not failed, failed

@@ -185,3 +185,23 @@ def test_the_docker_build_collects_hashed_compressed_static_files(tmp_path):
         "django_htmx/htmx-2.min.js",
     ):
         assert name in manifest and (tmp_path / "static" / (manifest[name] + ".gz")).exists()
+
+
+def test_task_time_limits_come_from_the_environment_and_are_checked(tmp_path):
+    code = (
+        "from sweeper.tasks import run_item; from records.tasks import rescore_app; "
+        "print(run_item.soft_time_limit, run_item.time_limit, rescore_app.soft_time_limit)"
+    )
+    env = {"MEMADMIN_VAR_DIR": str(tmp_path)}
+    result = settings_in_subprocess(
+        {**env, "MEMADMIN_TASK_SOFT_TIME_LIMIT": "7", "MEMADMIN_TASK_TIME_LIMIT": "9.5"}, code
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["7.0", "9.5", "7.0"]
+    for overrides, message in [
+        ({"MEMADMIN_TASK_SOFT_TIME_LIMIT": "200"}, "(200) must be below MEMADMIN_TASK_TIME_LIMIT"),
+        ({"MEMADMIN_TASK_TIME_LIMIT": "abc"}, "must be a number of seconds above 0, not 'abc'"),
+        ({"MEMADMIN_TASK_SOFT_TIME_LIMIT": "0"}, "must be a number of seconds above 0, not '0'"),
+    ]:
+        result = settings_in_subprocess({**env, **overrides})
+        assert result.returncode != 0 and message in result.stderr

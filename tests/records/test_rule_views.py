@@ -156,12 +156,51 @@ def test_a_regex_that_does_not_compile_is_refused_with_a_message(login):
     response = login("ops").post(NEW, rule_data(pattern="(unclosed"))
     assert response.status_code == 422
     content = response.content.decode()
-    assert "Pattern is not a valid regular expression (missing ), unterminated subpattern" in (
-        content
+    assert (
+        "Pattern is not a valid regular expression for the rule engine (RE2): missing ): "
+        "(unclosed." in content
     )
     form = response.context["form"]
     assert form.errors["pattern"]
     assert not ImportanceRule.objects.exists() and not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        (r"(\w+) \1", "Backreferences such as \\1 are not supported: the rule engine (RE2) never"),
+        (r"gold(?= member)", "Lookahead and lookbehind ((?=…) are not supported"),
+        (r"(a+)++", "Possessive quantifiers such as ++ are not needed"),
+    ],
+)
+def test_a_pattern_re2_cannot_run_is_refused_saying_why_and_what_to_write(login, pattern, message):
+    response = login("ops").post(NEW, rule_data(pattern=pattern))
+    assert response.status_code == 422
+    assert any(message in e for e in response.context["form"].errors["pattern"])
+    assert not ImportanceRule.objects.exists() and not AuditEntry.objects.exists()
+
+
+def test_a_stored_rule_re2_cannot_run_is_shown_as_skipped_with_the_reason(login, courier):
+    stored = ImportanceRule.objects.create(  # the ORM does not validate: an old row
+        app_name=APP, name="lookbehind", pattern=r"(?<!not )gold", importance=0.9
+    )
+    client = login("support")
+    page = client.get(RULES, {"app": APP}).content.decode()
+    assert "Skipped because they do not validate" in page
+    assert "lookahead and lookbehind ((?&lt;!…) are not supported" in page
+    effective = client.get(RULES, {"app": APP}).context["effective"]
+    assert [s.row for s in effective.invalid] == [stored]
+    assert "lookbehind" not in [e.rule.name for e in effective.rules]
+    detail = client.get(reverse("records:rule", args=[stored.pk])).content.decode()
+    assert "This rule is skipped until it is fixed: lookahead and lookbehind" in detail
+    tried = client.post(TRY, {"app": APP, "text": "the courier has gold"}, headers=HX)
+    assert tried.status_code == 200 and "by rule <code>courier</code>" in tried.content.decode()
+
+
+def test_try_it_answers_at_once_on_text_that_stalled_python_re(login):
+    response = login("support").post(TRY, {"app": "", "text": "@" * 4000}, headers=HX)
+    assert response.status_code == 200
+    assert "No rule matches" in response.content.decode()
 
 
 @pytest.mark.parametrize(

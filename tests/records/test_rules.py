@@ -1,6 +1,7 @@
 """Deterministic importance, pin and drop rules (pure)."""
 
 import pytest
+import re2
 
 from records.rules import (
     DEFAULT_RULES,
@@ -9,9 +10,12 @@ from records.rules import (
     UNMATCHED_CATEGORY,
     Rule,
     RuleError,
+    compiled,
     decide,
     merge_rules,
 )
+
+RE2_PATTERN = type(re2.compile("x"))
 
 
 @pytest.mark.parametrize(
@@ -28,6 +32,8 @@ from records.rules import (
         "  ",
         "...",
         "you're welcome, take care",
+        "thanks\u00a0bye",
+        "ok\u3000thanks",
     ],
 )
 def test_small_talk_is_dropped(text):
@@ -43,6 +49,8 @@ def test_small_talk_is_dropped(text):
         ("My name is Ana Silva", "identity", 0.9, False),
         ("Please deliver to 12 Elm Street, Leeds", "contact", 0.8, False),
         ("You can reach me at ana@example.com", "contact", 0.8, False),
+        ("write to a@@b.c", "contact", 0.8, False),
+        ("I take 500\u00a0mg at night", "medication", 0.9, True),  # a no-break space
         ("Order #48213 should arrive Friday", "commitment", 0.75, False),
         ("I booked an appointment for Tuesday", "commitment", 0.75, False),
         ("I prefer morning deliveries", "preference", 0.6, False),
@@ -102,3 +110,104 @@ def test_app_override_replaces_a_default_and_can_disable_one():
 def test_malformed_rules_are_refused_with_a_message(kwargs, message):
     with pytest.raises(RuleError, match=message):
         Rule(**kwargs)
+
+
+def test_text_that_only_looks_like_an_address_is_not_contact():
+    for text in ("me@.b", "@ example.com", "a@b.", "user@host"):
+        assert decide(text).rule != "contact", text
+
+
+def test_lone_surrogates_in_text_are_matched_as_the_replacement_character():
+    assert decide("I'm allergic \ud800 to nuts").rule == "allergy"
+    assert decide("\udfff").drop is False
+
+
+# --- the engine: RE2, linear in the text --------------------------------------------------
+
+PATHOLOGICAL = [
+    r"(a+)+$",
+    r"(a|aa)+$",
+    r"(a|a?)+$",
+    r"(.*a){20}",
+    r"(\w+\s?)+$",
+    r"\S+@\S+\.\w+",
+    r"(x+x+)+y",
+    r"^(([a-z])+.)+[A-Z]([a-z])+$",
+]
+ADVERSARIAL = [
+    "@" * 32000,
+    "a" * 34 + "!",
+    "a" * 32000 + "!",
+    "0" * 32000,
+    "x" * 32000,
+    "a " * 16000,
+    "😊" * 32000,
+    ("ok, " * 8000)[:32000],
+]
+
+
+@pytest.mark.parametrize("pattern", [r.pattern for r in DEFAULT_RULES] + PATHOLOGICAL)
+def test_every_default_and_pathological_pattern_runs_on_re2_over_adversarial_text(pattern):
+    engine = compiled(pattern)
+    assert isinstance(engine, RE2_PATTERN)
+    rules = [Rule("p", pattern, SCORE, 0.5)]
+    for text in ADVERSARIAL:
+        # decide() reaches every pattern through compiled(), RE2's linear-time matcher;
+        # Python's re takes minutes to hours on several of these pairs.
+        found = engine.search(text.strip().encode()) is not None
+        assert decide(text, rules).rule == ("p" if found else "")
+
+
+@pytest.mark.parametrize("pattern", PATHOLOGICAL)
+def test_re2_agrees_with_python_re_where_backtracking_is_still_quick(pattern):
+    import re
+
+    python = re.compile(pattern, re.IGNORECASE)
+    for text in ADVERSARIAL + ["aaaa", "a@b.c", "ab\nAB", "xxxy", "Ab.Cd"]:
+        short = text[:16]
+        assert (compiled(pattern).search(short) is None) == (python.search(short) is None)
+
+
+def test_pathological_patterns_give_the_right_answers():
+    assert decide("a" * 34 + "!", [Rule("p", r"(a+)+$", SCORE, 0.5)]).rule == ""
+    assert decide("a" * 34, [Rule("p", r"(a+)+$", SCORE, 0.5)]).rule == "p"
+    assert decide("@" * 32000).rule == ""
+    assert decide("@" * 32000 + ".x").rule == "contact"
+    assert decide("0" * 32000).rule == ""
+
+
+def test_rules_are_matched_by_re2_not_python_re():
+    # \p{Greek} is RE2 syntax that Python's re refuses, and \b is ASCII in RE2.
+    greek = Rule("greek", r"\p{Greek}{3}", SCORE, 0.5)
+    assert decide("my name is αβγ", [greek]).rule == "greek"
+    assert decide("orderé", [Rule("o", r"\border\b", SCORE, 0.5)]).rule == "o"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        (r"(a)\1", "backreferences such as \\1 are not supported"),
+        (r"(?P<x>a)(?P=x)", "(?P=name) backreferences are not supported"),
+        (r"foo(?=bar)", "lookahead and lookbehind ((?=…) are not supported"),
+        (r"foo(?!bar)", "lookahead and lookbehind"),
+        (r"(?<=a)b", "lookahead and lookbehind ((?<=…)"),
+        (r"(?<!a)b", "lookahead and lookbehind ((?<!…)"),
+        (r"a++", "possessive quantifiers such as ++ are not needed"),
+        (r"(?>a+)b", "atomic groups (?>…) are not needed"),
+        (r"end\Z", "\\Z is written \\z"),
+        (r"caf\u00e9", "write a character by its code point as \\x{00E9}"),
+        (r"(?x) a b", "verbose mode (?x) is not available"),
+        (r"a(?#note)", "comments (?#…) are not supported"),
+        (r"a{1001}", "the repetition {1001} is too large"),
+        (r"\pL{1000}x", "pattern is too large once compiled"),
+        (r"(unclosed", "not a valid regular expression for the rule engine (RE2): missing )"),
+        ("a" * 2001, "longer than 2000 characters"),
+        ("\ud800", "lone UTF-16 surrogates"),
+    ],
+)
+def test_patterns_re2_cannot_run_are_refused_saying_what_to_write(pattern, message):
+    with pytest.raises(RuleError, match="rule 'r'") as refused:
+        Rule("r", pattern, SCORE, 0.5)
+    assert message in str(refused.value)
+    if "backreferences" in message or "lookahead" in message:
+        assert "never backtracks" in str(refused.value)

@@ -206,6 +206,21 @@ def test_staff_rules_apply_to_new_records_only():
     assert "door" not in [r.name for r in store.active_rules("pharmacy")]
 
 
+def test_a_stored_rule_re2_cannot_run_is_skipped_and_ingest_goes_on(caplog):
+    # Stored before rules were validated for RE2 (the ORM does not validate).
+    ImportanceRule.objects.create(
+        app_name="pharmacy", name="backref", pattern=r"(\w+) \1", importance=1.0, pin=True
+    )
+    ImportanceRule.objects.create(
+        app_name="pharmacy", name="courier", pattern=r"\bcourier\b", importance=0.7
+    )
+    ingest_texts(["the the courier came"])
+    record = MemoryRecord.objects.get()
+    assert (record.importance_rule, record.importance, record.pinned) == ("courier", 0.7, False)
+    assert "backref" not in [r.name for r in store.active_rules("pharmacy")]
+    assert "importance rule pharmacy:backref is invalid and was skipped" in caplog.text
+
+
 def test_rescore_applies_changed_rules_but_keeps_staff_values_and_pins():
     from django.core.management import call_command
 

@@ -89,3 +89,61 @@ def test_metrics_rollup_runs_on_the_worker(celery_worker_factory):
         DailyMetric.objects.get(app_name="app", name="records_max", day=timezone.now().date()).value
         == 3
     )
+
+
+# --- time limits on tasks that run rules --------------------------------------------------
+
+SLOW_PATTERN = r"a.{600}x"  # valid for RE2 and linear, but ~0.3 s per 32,000 characters here
+
+
+def slow_texts(n):
+    import random
+
+    rng = random.Random(5)
+    return ["".join(rng.choice("ab") for _ in range(32000)) for _ in range(n)]
+
+
+def test_an_item_past_its_soft_time_limit_is_released_retried_then_failed(celery_worker_factory):
+    from records.models import ImportanceRule
+
+    worker = celery_worker_factory(MEMADMIN_TASK_SOFT_TIME_LIMIT=0.5, MEMADMIN_TASK_TIME_LIMIT=60)
+    ImportanceRule.objects.create(app_name="app", name="slow", pattern=SLOW_PATTERN, importance=0.5)
+    texts = slow_texts(20)  # seconds of rule work: well past half a second
+    make_session("app", "u0", "s0", texts, idle_days=9)
+
+    run = runs.create_run(RunKind.SWEEP)
+    run = wait_until(lambda: finished(run.id), timeout=120, message="sweep")
+    item = run.items.get()
+    assert (run.status, item.status) == (RunStatus.FAILED, "failed")
+    assert item.outcome == "stopped at the soft time limit (0.5s) 3 times"
+    # Every attempt rolled back: the session is still there, nothing half-ingested.
+    assert AgentSession.objects.filter(session_id="s0").exists()
+    assert not MemoryRecord.objects.exists() and not RetiredSession.objects.exists()
+    log = "".join(worker.log)
+    released = f"item {item.id} of run {run.id} passed its soft time limit (0.5s); claim released"
+    assert log.count(released) == 2
+    assert f"item {item.id} of run {run.id} passed its soft time limit (0.5s) 3 times" in log
+    assert not any(text[:32] in log for text in texts)  # ids only, never content
+
+
+def test_a_rescore_past_its_soft_time_limit_is_retried_then_given_up(celery_worker_factory):
+    from records.models import ImportanceRule
+    from records.tasks import rescore_app
+
+    from ..records.rows import make_record
+
+    worker = celery_worker_factory()
+    texts = slow_texts(20)
+    for text in texts:
+        make_record("app", "u0", content=text, importance=0.2, importance_source="default")
+    ImportanceRule.objects.create(app_name="app", name="slow", pattern=SLOW_PATTERN, importance=0.5)
+
+    # The limits travel in the message, from the sender's settings: here, the test's.
+    rescore_app.apply_async(("app",), soft_time_limit=0.5, time_limit=60)
+    given_up = "re-score of app passed its soft time limit (0.5s) again; given up"
+    wait_until(lambda: given_up in "".join(worker.log), timeout=120, message="re-score given up")
+    log = "".join(worker.log)
+    assert log.count("re-score of app passed its soft time limit (0.5s); retrying") == 2
+    assert not any(text[:32] in log for text in texts)
+    # The one user's records were in one transaction: all unchanged.
+    assert set(MemoryRecord.objects.values_list("importance_rule", flat=True)) == {""}

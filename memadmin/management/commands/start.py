@@ -1,6 +1,8 @@
-"""The main job: migrate, seed demo data, create role accounts, run web + worker + beat.
+"""The main job: migrate, seed demo data, create role accounts, run web, the workers
+and beat: one worker for sweeps, enforcement and re-scoring, one for erasure alone (its
+own queue), so a stuck sweep cannot delay an erasure.
 
-Ctrl-C (or SIGTERM) stops all three; if one of them dies, the others are stopped too.
+Ctrl-C (or SIGTERM) stops them all; if one of them dies, the others are stopped too.
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ from records import demo
 
 
 class Command(BaseCommand):
-    help = "Set up (migrate, demo data, accounts) and run web, Celery worker and beat together."
+    help = (
+        "Set up (migrate, demo data, accounts) and run web, the Celery workers (default and "
+        "erasure queues) and beat together."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--addr", default=os.environ.get("MEMADMIN_ADDR", "127.0.0.1:8000"))
         parser.add_argument("--no-demo", action="store_true", help="Do not generate demo data.")
-        parser.add_argument("--concurrency", type=int, default=2, help="Worker processes.")
+        parser.add_argument(
+            "--concurrency", type=int, default=2, help="Processes of the default-queue worker."
+        )
         parser.add_argument(
             "--setup-only",
             action="store_true",
@@ -57,15 +64,29 @@ class Command(BaseCommand):
             return
         self.run_processes(addr, concurrency)
 
-    def run_processes(self, addr: str, concurrency: int) -> None:
+    @staticmethod
+    def process_commands(addr: str, concurrency: int) -> dict[str, list[str]]:
+        """The processes ``start`` runs, by name."""
         manage = str(Path(settings.BASE_DIR) / "manage.py")
         celery = [sys.executable, "-m", "celery", "-A", "memadmin"]
+        worker = [*celery, "worker", "-l", "info"]
         beat_schedule = str(Path(settings.VAR_DIR) / "celerybeat-schedule")
-        commands = {
+        return {
             "web": [sys.executable, manage, "runserver", "--noreload", addr],
-            "worker": [*celery, "worker", "-l", "info", "--concurrency", str(concurrency)],
+            "worker": [
+                *worker,
+                *("--concurrency", str(concurrency), "-Q", settings.CELERY_TASK_DEFAULT_QUEUE),
+                *("-n", "worker@%h"),
+            ],
+            "erasure worker": [
+                *worker,
+                *("--concurrency", "1", "-Q", settings.ERASURE_QUEUE, "-n", "erasure@%h"),
+            ],
             "beat": [*celery, "beat", "-l", "info", "-s", beat_schedule],
         }
+
+    def run_processes(self, addr: str, concurrency: int) -> None:
+        commands = self.process_commands(addr, concurrency)
         self.stdout.write(self.style.SUCCESS(f"Open http://{addr}/ — Ctrl-C stops everything."))
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
         stopping = False
