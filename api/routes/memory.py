@@ -20,7 +20,7 @@ from ..schemas import (
     SearchIn,
     SearchOut,
 )
-from . import ERRORS, AppName, UserId, adk_json
+from . import ERRORS, AppName, MemoryId, UserId, adk_json
 
 router = Router(tags=["memory"])
 
@@ -110,9 +110,10 @@ def search(request, app_name: AppName, user_id: UserId, body: SearchIn):
     by_alias=True,
     summary="Delete one memory (delete_memory)",
 )
-def delete_memory(request, app_name: AppName, user_id: UserId, memory_id: str):
+def delete_memory(request, app_name: AppName, user_id: UserId, memory_id: MemoryId):
     """``memory_id`` is the ``id`` search returned. Logged as a manual eviction."""
-    return DeletedOut(deleted=memory_service.delete(app_name, user_id, memory_id, timezone.now()))
+    deleted = memory_service.delete(app_name, user_id, str(memory_id), timezone.now())
+    return DeletedOut(deleted=deleted)
 
 
 @router.delete(
