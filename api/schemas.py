@@ -21,9 +21,23 @@ from google.genai import types
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from records.artifacts import FILENAME_MAX
 from records.models import SESSION_ID_MAX
 
+from .openapi import ID_RULE, NO_NUL_RULE
+
 REVISION_MAX = 32
+
+
+def _id(max_length: int, **kwargs: Any) -> Any:
+    """An id field: some non-blank character, no NUL, at most ``max_length`` characters
+    (records.sessions.validate_id, stated in the document)."""
+    return Field(min_length=1, max_length=max_length, json_schema_extra=ID_RULE, **kwargs)
+
+
+def _no_nul(max_length: int, **kwargs: Any) -> Any:
+    """Any text but NUL (memory's session ids: blank means "no session")."""
+    return Field(max_length=max_length, json_schema_extra=NO_NUL_RULE, **kwargs)
 
 
 class Wire(BaseModel):
@@ -94,7 +108,7 @@ class IngestSessionIn(Wire):
 
 class IngestEventsIn(Wire):
     events: list[EventIn]
-    session_id: Annotated[str, Field(max_length=SESSION_ID_MAX)] | None = None
+    session_id: Annotated[str, _no_nul(SESSION_ID_MAX)] | None = None
 
 
 class AddMemoriesIn(Wire):
@@ -129,7 +143,9 @@ class DeletedOut(Wire):
 
 
 class CreateSessionIn(Wire):
-    session_id: str | None = Field(default=None, description="Generated when absent.")
+    session_id: Annotated[str, _id(SESSION_ID_MAX)] | None = Field(
+        default=None, description="Generated when absent."
+    )
     state: dict[str, Any] | None = None
 
 
@@ -175,9 +191,9 @@ class UserStateOut(Wire):
 
 
 class SaveArtifactIn(Wire):
-    filename: str
+    filename: Annotated[str, _id(FILENAME_MAX)]
     artifact: types.Part
-    session_id: str | None = None
+    session_id: Annotated[str, _id(SESSION_ID_MAX)] | None = None
     custom_metadata: dict[str, Any] | None = None
 
 
@@ -197,7 +213,7 @@ class ArtifactVersionsOut(BaseModel):
 
 
 class CorrectionIn(Wire):
-    session_id: str = ""
+    session_id: Annotated[str, _no_nul(SESSION_ID_MAX)] = ""
     about: str = Field(
         default="",
         description="A few words on what was forgotten; matched against recent evictions, "

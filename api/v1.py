@@ -8,6 +8,7 @@ bundled static files, no CDN).
 from __future__ import annotations
 
 import json
+import time
 from functools import wraps
 
 from django.conf import settings
@@ -19,7 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.parser import Parser
 
-from . import errors
+from . import errors, openapi
 from .auth import AppApiKey
 from .routes import artifacts, corrections, memory, sessions
 from .validation import RequestValidators
@@ -115,8 +116,16 @@ def prepare_request(run):
     return wrapper
 
 
+class Api(NinjaAPI):
+    """ninja's API, whose document also states the rules enforced elsewhere."""
+
+    def get_openapi_schema(self, *args, **kwargs):
+        document = super().get_openapi_schema(*args, **kwargs)
+        return openapi.state_the_rules(document, time.time())
+
+
 AUTH = AppApiKey()
-api = NinjaAPI(
+api = Api(
     title="memadmin API",
     version="1",
     description=(

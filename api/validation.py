@@ -20,6 +20,8 @@ from ninja import NinjaAPI
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from .openapi import for_the_request_validator
+
 MAX_REPORTED = 5
 DOCUMENT = "urn:memadmin:api-v1"
 
@@ -62,7 +64,7 @@ class RequestValidators:
 
     @cached_property
     def _by_operation(self) -> dict[str, Draft202012Validator]:
-        document = self.api.get_openapi_schema(path_prefix="")
+        document = for_the_request_validator(self.api.get_openapi_schema(path_prefix=""))
         # Each body schema is validated in place, inside the document, so that its
         # "#/components/schemas/..." references resolve there.
         registry = Registry().with_resource(

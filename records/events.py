@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
+
+from .timestamps import readable
 
 
 @dataclass(frozen=True)
@@ -43,13 +45,6 @@ def _get(d, *keys, default=None):
     return default
 
 
-def _when(seconds) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(float(seconds), tz=UTC)
-    except (TypeError, ValueError, OverflowError, OSError):
-        return None
-
-
 def _json(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -75,15 +70,15 @@ def describe_event(data: dict) -> EventView:
     raw = _get(actions, "compaction")
     if isinstance(raw, dict):
         compaction = Compaction(
-            start=_when(_get(raw, "start_timestamp", "startTimestamp")),
-            end=_when(_get(raw, "end_timestamp", "endTimestamp")),
+            start=readable(_get(raw, "start_timestamp", "startTimestamp")),
+            end=readable(_get(raw, "end_timestamp", "endTimestamp")),
             texts=_texts(_get(raw, "compacted_content", "compactedContent", default={})),
         )
     state_delta = _get(actions, "state_delta", "stateDelta", default={}) or {}
     return EventView(
         event_id=str(_get(data, "id", default="")),
         author=str(_get(data, "author", default="")),
-        timestamp=_when(_get(data, "timestamp")),
+        timestamp=readable(_get(data, "timestamp")),
         invocation_id=str(_get(data, "invocation_id", "invocationId", default="")),
         texts=_texts(content),
         calls=calls,

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from . import rules as pure_rules
 from .models import ImportanceSource
 from .storable import storable, storable_text
+from .timestamps import readable
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +71,6 @@ def event_text(event) -> str:
         return ""
     texts = [p.text for p in content.parts if p.text and not getattr(p, "thought", False)]
     return "\n".join(t for t in texts if t.strip())
-
-
-def _timestamp(value: float | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return datetime.fromtimestamp(float(value), tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 class Extractor:
@@ -152,7 +144,7 @@ class Extractor:
                 session_id=session_id,
                 event_ids=(event_id,) if event_id else (),
                 author=(event.author or "")[:256],
-                entry_timestamp=_timestamp(event.timestamp),
+                entry_timestamp=readable(event.timestamp),
             )
             if candidate is not None:
                 out.append(candidate)

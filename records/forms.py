@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django import forms
+from django.core.validators import MaxValueValidator
 
 from .models import POLICY_FIELDS, ImportanceRule, Policy
-from .policy import PolicyError, PolicyParams
+from .policy import LIMITS, PolicyError, PolicyParams, limit_message
 from .selectors.sessions import SESSION_STATES
 
 POLICY_LABELS = {
@@ -43,6 +44,18 @@ def _number(label, *, min_value=None, integer=False, help_text="", step="any"):
     )
 
 
+def _apply_limits(form: forms.BaseForm) -> None:
+    """The policy's upper bounds (``policy.LIMITS``) as field validators, in place of the
+    database's integer range, so every policy form refuses a huge value with the same
+    sentence, before it becomes a duration no date can hold."""
+    for name, field in form.fields.items():
+        if name in LIMITS:
+            field.validators = [
+                v for v in field.validators if not isinstance(v, MaxValueValidator)
+            ] + [MaxValueValidator(LIMITS[name][0], message=limit_message(name))]
+            field.widget.attrs["max"] = LIMITS[name][0]
+
+
 class WhatIfForm(forms.Form):
     """Other policy values for a dry-run; the preview applies them to one user."""
 
@@ -58,6 +71,7 @@ class WhatIfForm(forms.Form):
         self.policy = policy
         kwargs.setdefault("initial", {f: getattr(policy, f) for f in self.base_fields})
         super().__init__(*args, **kwargs)
+        _apply_limits(self)
 
     def clean(self):
         data = super().clean()
@@ -117,6 +131,10 @@ class PolicyForm(forms.ModelForm):
         model = Policy
         fields = POLICY_FIELDS
         labels = POLICY_LABELS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _apply_limits(self)
 
     def changes(self) -> dict:
         return {f: self.cleaned_data[f] for f in POLICY_FIELDS if f in self.changed_data}

@@ -91,6 +91,8 @@ class Policy(models.Model):
             value = getattr(self, name)
             if value is not None and value < 1:
                 errors.setdefault(name, []).append("Must be at least 1.")
+        for name, problem in pure.limit_problems(self.snapshot()).items():
+            errors.setdefault(name, []).append(problem)
         weights = [self.w_recency, self.w_frequency, self.w_importance]
         if all(w is not None for w in weights):
             if any(w < 0 for w in weights):

@@ -38,6 +38,8 @@ def update_policy(app_name: str, changes: dict, *, by=None, note: str = "") -> P
         policy = Policy.objects.select_for_update().get(app_name=app_name)
         for field, value in changes.items():
             setattr(policy, field, value)
+        # Types first ("abc" is no number; a field error), so clean() compares numbers.
+        policy.clean_fields()
         policy.full_clean()
         policy.version += 1
         policy.updated_by = by

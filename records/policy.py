@@ -31,6 +31,47 @@ SCORE_DECIMALS = 9
 MIN_WEIGHT = 1e-6
 
 
+# Upper bounds of the numeric policy settings, by field: far beyond any real policy,
+# and within what dates, durations and the database's integer columns can hold (a TTL
+# of 10^12 days is no date at all). One definition: the pure policy, the model and
+# both dashboard forms (policy and what-if) refuse with these sentences.
+CENTURY_DAYS = 36_500
+LIMITS: dict[str, tuple[float, str]] = {
+    "ttl_days": (CENTURY_DAYS, f"TTL must be at most {CENTURY_DAYS} days (a century)"),
+    "half_life_hours": (
+        CENTURY_DAYS * 24,
+        f"half-life must be at most {CENTURY_DAYS * 24} hours (a century)",
+    ),
+    "session_idle_days": (
+        CENTURY_DAYS,
+        f"session idle threshold must be at most {CENTURY_DAYS} days (a century)",
+    ),
+    "max_records": (10**9, "max records must be at most 1000000000"),
+    "max_tokens": (10**9, "max tokens must be at most 1000000000"),
+    "saturation_hits": (10**9, "frequency saturation must be at most 1000000000 hits"),
+    "summarise_min_cluster": (10**9, "smallest cluster must be at most 1000000000 records"),
+}
+
+
+def limit_message(field: str) -> str:
+    """The sentence for ``field`` above its limit, capitalised, as the forms show it."""
+    message = LIMITS[field][1]
+    return message[:1].upper() + message[1:] + "."
+
+
+def limit_problems(values: dict[str, object]) -> dict[str, str]:
+    """Each numeric value above its limit -> the sentence saying so. Values of another
+    type are left to the caller's type check."""
+    return {
+        field: limit_message(field)
+        for field, value in values.items()
+        if field in LIMITS
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and not value <= LIMITS[field][0]  # NaN included
+    }
+
+
 class PolicyError(ValueError):
     """A policy value is out of range; the message says which and what is allowed."""
 
@@ -69,6 +110,18 @@ def validate_params(p: PolicyParams) -> list[str]:
         errors.append("max tokens must be at least 1")
     if p.saturation_hits < 1:
         errors.append("frequency saturation must be at least 1 hit")
+    errors.extend(
+        LIMITS[field][1]
+        for field in limit_problems(
+            {
+                "ttl_days": p.ttl / timedelta(days=1),
+                "half_life_hours": p.half_life_hours,
+                "max_records": p.max_records,
+                "max_tokens": p.max_tokens,
+                "saturation_hits": p.saturation_hits,
+            }
+        )
+    )
     weights = (p.w_recency, p.w_frequency, p.w_importance)
     if any(not math.isfinite(w) or w < 0 for w in weights):
         errors.append("weights must be finite and at least 0")

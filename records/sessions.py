@@ -12,7 +12,8 @@ Each takes plain values and returns ADK objects (``Session``, ``Event``,
   session object older than the stored revision (``StaleSessionError``) and runs
   under the user's lock, because state and memory for one user must not race.
 - A refused input raises ``ValueError`` saying what is wrong and what is allowed,
-  before anything is written.
+  before anything is written. Timestamps must be real moments, from 2000 to a day
+  ahead of the clock (``records.timestamps``; ``TimestampError``, a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from .models import (
     UserState,
 )
 from .storable import storable
+from .timestamps import check_timestamp
 
 EVENT_ID_MAX = SessionEvent._meta.get_field("event_id").max_length
 INVOCATION_ID_MAX = SessionEvent._meta.get_field("invocation_id").max_length
@@ -249,6 +251,7 @@ def create_session(
 ) -> Session:
     """Create a session; ``app:``/``user:`` keys of ``state`` go to the shared states.
 
+    ``now`` (epoch seconds, ADK's clock by default) is its creation and update time.
     Raises ``AlreadyExistsError`` if the id is taken (and then changes nothing).
     """
     _check_owner(app_name, user_id)
@@ -256,7 +259,11 @@ def create_session(
     if state is not None and not isinstance(state, dict):
         raise ValueError(f"state must be a dict of key -> value, not {type(state).__name__}.")
     deltas = storable(extract_json_safe_state_delta(state or {}), what="session state")
-    now = platform_time.get_time() if now is None else now
+    now = (
+        platform_time.get_time()
+        if now is None
+        else check_timestamp("now", now, platform_time.get_time())
+    )
 
     with transaction.atomic():
         acquire_user_lock(app_name, user_id)
@@ -351,11 +358,13 @@ def _trim_temp_delta(event: Event) -> None:
         }
 
 
-def append_event(session: Session, event: Event) -> Event:
+def append_event(session: Session, event: Event, *, now: float | None = None) -> Event:
     """Store ``event`` in ``session`` and apply its state delta; update ``session`` too.
 
     Partial (streaming) events are returned unstored. An equal re-delivery of an event
     already stored is returned without storing it again or re-applying its delta.
+    The event's timestamp becomes the session's last update, so it must be in range as
+    of ``now`` (epoch seconds, ADK's clock by default): ``TimestampError`` otherwise.
     Raises ``SessionNotFoundError`` for a missing session and ``StaleSessionError`` if
     ``session`` is older than the stored revision.
     """
@@ -364,6 +373,9 @@ def append_event(session: Session, event: Event) -> Event:
     _check_owner(session.app_name, session.user_id)
     validate_id("session_id", session.id, SESSION_ID_MAX)
     _check_event_columns(event)
+    check_timestamp(
+        "event timestamp", event.timestamp, platform_time.get_time() if now is None else now
+    )
     # PostgreSQL cannot store NUL or lone surrogates: they become U+FFFD (records.storable).
     as_delivered = storable(event.model_dump(mode="json", exclude_none=True), what="an event")
 

@@ -22,6 +22,8 @@ from records.locks import user_lock
 from records.memory_service import add_session
 from records.models import AgentSession, MemoryRecord, RetiredSession
 from records.policies import policy_for
+from records.selectors.sessions import idle_filter
+from records.timestamps import is_idle_stamp
 
 from .models import EntryKind, ItemKind, PlanEntry, Run, WorkItem
 
@@ -44,7 +46,7 @@ def plan_items(run: Run) -> list[WorkItem]:
     for app_name in sorted(sweep_apps(run)):
         users = (
             AgentSession.objects.filter(
-                app_name=app_name, last_update_time__lt=idle_cutoff(app_name, run.as_of)
+                idle_filter(idle_cutoff(app_name, run.as_of), run.as_of), app_name=app_name
             )
             .values_list("user_id", flat=True)
             .distinct()
@@ -59,7 +61,7 @@ def plan_items(run: Run) -> list[WorkItem]:
 def idle_session_ids(app_name: str, user_id: str, now: datetime) -> list[str]:
     return list(
         AgentSession.objects.filter(
-            app_name=app_name, user_id=user_id, last_update_time__lt=idle_cutoff(app_name, now)
+            idle_filter(idle_cutoff(app_name, now), now), app_name=app_name, user_id=user_id
         )
         .order_by("last_update_time", "session_id")
         .values_list("session_id", flat=True)
@@ -88,7 +90,7 @@ def retire_session(
         return "already retired" if retired else "missing"
     if expect_update_time is not None and session.last_update_time != expect_update_time:
         return "active since the preview"
-    if session.last_update_time >= idle_cutoff(app_name, now):
+    if not is_idle_stamp(session.last_update_time, idle_cutoff(app_name, now), now.timestamp()):
         return "active again"
     if enforce:
         add_session(session, now)

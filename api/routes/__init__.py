@@ -13,9 +13,15 @@ from records.models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
 
 from ..schemas import ErrorOut
 
-AppName = Annotated[str, Path(max_length=APP_NAME_MAX, description="The app the key belongs to.")]
-UserId = Annotated[str, Path(max_length=USER_ID_MAX)]
-SessionId = Annotated[str, Path(max_length=SESSION_ID_MAX)]
+# Ids also carry api.openapi.ID_PATTERN in the document (not blank, no NUL); the domain
+# (records.sessions.validate_id) enforces it with its own messages.
+AppName = Annotated[
+    str, Path(min_length=1, max_length=APP_NAME_MAX, description="The app the key belongs to.")
+]
+UserId = Annotated[str, Path(min_length=1, max_length=USER_ID_MAX)]
+SessionId = Annotated[str, Path(min_length=1, max_length=SESSION_ID_MAX)]
+# A record id as search returns it (BigAutoField).
+MemoryId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The id search returned.")]
 
 # Answers every endpoint may give besides its success (documented for clients and
 # checked by the schema fuzz test).

@@ -5,13 +5,16 @@ Filenames may contain '/' (and any other character), so they end the path.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from django.urls import register_converter
 from django.urls.converters import StringConverter
 from django.utils import timezone
 from google.genai import types
-from ninja import Query, Router, Status
+from ninja import Path, Query, Router, Status
 
 from records import artifacts
+from records.artifacts import FILENAME_MAX
 
 from ..errors import ApiError
 from ..schemas import (
@@ -36,6 +39,7 @@ register_converter(AnyPathConverter, "anypath")
 router = Router(tags=["artifacts"])
 
 MAX_VERSION = 2**31 - 1
+Filename = Annotated[str, Path(min_length=1, max_length=FILENAME_MAX)]
 SessionQuery = Query(None, description="Needed for session-scoped (non 'user:') filenames.")
 
 
@@ -87,7 +91,7 @@ def load_artifact(
     request,
     app_name: AppName,
     user_id: UserId,
-    filename: str,
+    filename: Filename,
     session_id: str | None = SessionQuery,
     version: int | None = Query(
         None,
@@ -121,7 +125,7 @@ def list_artifact_versions(
     request,
     app_name: AppName,
     user_id: UserId,
-    filename: str,
+    filename: Filename,
     session_id: str | None = SessionQuery,
 ):
     """Oldest first; empty when the artifact does not exist."""
@@ -141,7 +145,7 @@ def delete_artifact(
     request,
     app_name: AppName,
     user_id: UserId,
-    filename: str,
+    filename: Filename,
     session_id: str | None = SessionQuery,
 ):
     deleted = artifacts.delete_artifact(

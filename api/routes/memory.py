@@ -8,6 +8,7 @@ from google.adk.memory.base_memory_service import SearchMemoryResponse
 from ninja import Router
 
 from records import memory_service, store
+from records.timestamps import check_event_stamps
 
 from ..errors import ApiError
 from ..schemas import (
@@ -19,7 +20,7 @@ from ..schemas import (
     SearchIn,
     SearchOut,
 )
-from . import ERRORS, AppName, UserId, adk_json
+from . import ERRORS, AppName, MemoryId, UserId, adk_json
 
 router = Router(tags=["memory"])
 
@@ -52,9 +53,11 @@ def add_session(request, app_name: AppName, user_id: UserId, body: IngestSession
             f"session.appName/userId ({session.app_name!r}, {session.user_id!r}) must match "
             f"the path ({app_name!r}, {user_id!r}).",
         )
+    now = timezone.now()
+    check_event_stamps(session.events, now.timestamp())
     # One transaction: the records and the day's ingest counter, or neither.
     with transaction.atomic():
-        result = memory_service.add_session(session, timezone.now())
+        result = memory_service.add_session(session, now)
     return _ingested(result)
 
 
@@ -66,8 +69,10 @@ def add_session(request, app_name: AppName, user_id: UserId, body: IngestSession
 )
 def add_events(request, app_name: AppName, user_id: UserId, body: IngestEventsIn):
     """A delta of events, e.g. the latest turn. Idempotent per event id and session."""
+    now = timezone.now()
+    check_event_stamps(body.events, now.timestamp())
     result = memory_service.add_events(
-        app_name, user_id, body.events, timezone.now(), session_id=body.session_id
+        app_name, user_id, body.events, now, session_id=body.session_id
     )
     return _ingested(result)
 
@@ -105,9 +110,10 @@ def search(request, app_name: AppName, user_id: UserId, body: SearchIn):
     by_alias=True,
     summary="Delete one memory (delete_memory)",
 )
-def delete_memory(request, app_name: AppName, user_id: UserId, memory_id: str):
+def delete_memory(request, app_name: AppName, user_id: UserId, memory_id: MemoryId):
     """``memory_id`` is the ``id`` search returned. Logged as a manual eviction."""
-    return DeletedOut(deleted=memory_service.delete(app_name, user_id, memory_id, timezone.now()))
+    deleted = memory_service.delete(app_name, user_id, str(memory_id), timezone.now())
+    return DeletedOut(deleted=deleted)
 
 
 @router.delete(

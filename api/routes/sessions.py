@@ -147,7 +147,7 @@ def append_event(
         events=[Event(id=body.last_event_id, author="")] if body.last_event_id else [],
     )
     held._storage_update_marker = body.revision
-    sessions.append_event(held, event)
+    sessions.append_event(held, event, now=timezone.now().timestamp())
     if held.events and held.events[-1] is event:
         return adk_json(
             AppendEventOut(

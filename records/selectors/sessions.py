@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Case, Count, FloatField, Q, Value, When
@@ -11,6 +11,7 @@ from django.db.models.functions import Length
 
 from ..events import describe_event
 from ..models import AgentSession, Artifact, Policy, SessionEvent
+from ..timestamps import is_idle_stamp, latest_allowed, readable
 
 DEFAULT_IDLE_DAYS = Policy._meta.get_field("session_idle_days").default
 SESSION_STATES = ("idle", "active")
@@ -34,6 +35,12 @@ def idle_cutoff(now: datetime):
     return Case(*whens, default=default, output_field=FloatField())
 
 
+def idle_filter(cutoff, now: datetime) -> Q:
+    """Sessions idle as of ``now``: updated before ``cutoff`` (a number or ``idle_cutoff``),
+    or stamped beyond any accepted timestamp (``records.timestamps.is_idle_stamp``)."""
+    return Q(last_update_time__lt=cutoff) | Q(last_update_time__gt=latest_allowed(now.timestamp()))
+
+
 @dataclass(frozen=True)
 class AppSessions:
     app_name: str
@@ -51,7 +58,7 @@ def app_session_counts(now: datetime) -> list[AppSessions]:
         AgentSession.objects.values("app_name")
         .annotate(
             total=Count("id"),
-            idle=Count("id", filter=Q(last_update_time__lt=idle_cutoff(now))),
+            idle=Count("id", filter=idle_filter(idle_cutoff(now), now)),
         )
         .order_by("app_name")
     )
@@ -65,7 +72,8 @@ class SessionRow:
     user_id: str
     session_id: str
     created_at: datetime
-    last_update: datetime
+    last_update: datetime | None  # None: a stored stamp that is no representable moment
+    last_update_raw: float
     event_count: int
     idle: bool
 
@@ -82,7 +90,7 @@ def session_page(
     """Sessions, most recently updated first, with their idle flag. Three queries."""
     qs = AgentSession.objects.annotate(
         idle=Case(
-            When(last_update_time__lt=idle_cutoff(now), then=Value(True)),
+            When(idle_filter(idle_cutoff(now), now), then=Value(True)),
             default=Value(False),
         )
     )
@@ -110,7 +118,8 @@ def session_page(
             user_id=r["user_id"],
             session_id=r["session_id"],
             created_at=r["created_at"],
-            last_update=datetime.fromtimestamp(r["last_update_time"], tz=UTC),
+            last_update=readable(r["last_update_time"]),
+            last_update_raw=r["last_update_time"],
             event_count=r["event_count"],
             idle=bool(r["idle"]),
         )
@@ -122,7 +131,8 @@ def session_page(
 def is_idle(session: AgentSession, now: datetime) -> bool:
     policy = Policy.objects.filter(app_name=session.app_name).only("session_idle_days").first()
     days = policy.session_idle_days if policy else DEFAULT_IDLE_DAYS
-    return session.last_update_time < (now - timedelta(days=days)).timestamp()
+    cutoff = (now - timedelta(days=days)).timestamp()
+    return is_idle_stamp(session.last_update_time, cutoff, now.timestamp())
 
 
 def session_events_page(session: AgentSession, *, page: int | str = 1, per_page: int = 100):

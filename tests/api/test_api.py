@@ -2,6 +2,7 @@
 
 import base64
 import json
+import time
 from urllib.parse import quote
 
 import pytest
@@ -254,10 +255,36 @@ def test_append_errors(api):
     assert SessionEvent.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    ("stamp", "fragment"),
+    [
+        (1796266895557, "looks like milliseconds since the epoch; send seconds (1796266895.557)"),
+        (1e308, "out of range"),
+        (253402300800, "out of range"),
+        (-62135596801, "out of range"),
+        (time.time() + 365 * 86400, "out of range"),  # would keep the session active a year
+    ],
+)
+def test_events_stamped_outside_the_range_are_refused_naming_it(api, stamp, fragment):
+    session = new_session(api)
+    allowed = "seconds since the epoch from 946684800 (2000-01-01) to"
+    refused = append(api, session, event("hi", timestamp=stamp))
+    assert_error(refused, 422, "invalid_input", "event timestamp", fragment, allowed)
+    for path, body in [
+        ("memory/events", {"events": [event("My name is Ana", timestamp=stamp)]}),
+        ("memory/sessions", {"session": {**session, "events": [event("Ana", timestamp=stamp)]}}),
+    ]:
+        refused = api.post(path, body)
+        assert_error(refused, 422, "invalid_input", "events[0].timestamp", fragment, allowed)
+    assert not SessionEvent.objects.exists() and not MemoryRecord.objects.exists()
+    assert AgentSession.objects.get().last_update_time == session["lastUpdateTime"]
+
+
 def test_get_session_filters_events_as_adk_does(api):
     session = new_session(api)
+    t0 = time.time() - 1000
     for i, ts in enumerate([10.0, 20.0, 30.0, 40.0]):
-        response = append(api, session, event(f"e{i}", id=f"e{i}", timestamp=ts))
+        response = append(api, session, event(f"e{i}", id=f"e{i}", timestamp=t0 + ts))
         session["revision"] = response.json()["revision"]
 
     def ids(**query):
@@ -268,8 +295,8 @@ def test_get_session_filters_events_as_adk_does(api):
     assert ids() == ["e0", "e1", "e2", "e3"]
     assert ids(num_recent_events=2) == ["e2", "e3"]
     assert ids(num_recent_events=0) == []
-    assert ids(after_timestamp=25.0) == ["e2", "e3"]
-    assert ids(num_recent_events=3, after_timestamp=35.0) == ["e3"]
+    assert ids(after_timestamp=t0 + 25.0) == ["e2", "e3"]
+    assert ids(num_recent_events=3, after_timestamp=t0 + 35.0) == ["e3"]
     assert_error(api.get("sessions/s1", num_recent_events=-1), 422, "invalid_request")
 
 
@@ -278,7 +305,10 @@ def test_invalid_ids_are_refused_with_the_domains_message(api):
     response = api.post("sessions", {"sessionId": "s1"}, user=too_long)
     assert response.status_code == 422
     assert "user_id" in response.json()["detail"]
-    assert_error(api.post("sessions", {"sessionId": "x" * 257}), 422, "invalid_input", "session_id")
+    assert_error(api.post("sessions", {"sessionId": " "}), 422, "invalid_input", "blank")
+    # a length the document states is refused by it
+    too_long = api.post("sessions", {"sessionId": "x" * 257})
+    assert_error(too_long, 422, "invalid_request", "body.sessionId", "too long")
     assert not AgentSession.objects.exists()
 
 
@@ -375,7 +405,7 @@ def test_delete_one_memory_or_all(api):
     assert api.delete(f"memory/{record.id}").json() == {"deleted": 1}
     assert api.delete(f"memory/{record.id}").json() == {"deleted": 0}
     assert EvictionEvent.objects.get().reason == "manual"
-    assert_error(api.delete("memory/jazz"), 422, "invalid_input", "record id")
+    assert_error(api.delete("memory/jazz"), 422, "invalid_request", "memory_id", "integer")
     assert api.delete("memory").json() == {"deleted": 2}
     assert not MemoryRecord.objects.exists()
 

@@ -190,6 +190,9 @@ def test_empty_and_under_cap_give_no_victims():
         ({"w_recency": 0.5}, "weights must sum to 1"),
         ({"w_recency": -0.2, "w_frequency": 0.8}, "weights must be finite and at least 0"),
         ({"w_recency": float("nan")}, "weights must be finite"),
+        ({"ttl": timedelta(days=36_501)}, r"TTL must be at most 36500 days \(a century\)"),
+        ({"half_life": timedelta(days=40_000)}, "half-life must be at most 876000 hours"),
+        ({"max_records": 10**12}, "max records must be at most 1000000000"),
     ],
 )
 def test_bad_params_are_refused_with_a_message(changes, message):

@@ -117,6 +117,11 @@ def test_confirm_against_a_changed_policy_asks_again(login, pharmacy):
         ({"w_recency": 0.9}, "Weights must sum to 1; recency + frequency + importance = 1.5000."),
         ({"max_records": 0}, "Must be at least 1."),
         ({"half_life_hours": 0}, "Half-life must be positive."),
+        # the what-if preview's sentences, for the same values (policy.LIMITS)
+        ({"ttl_days": 1000000000000}, "TTL must be at most 36500 days (a century)."),
+        ({"half_life_hours": "1e300"}, "Half-life must be at most 876000 hours (a century)."),
+        ({"max_tokens": 10**12}, "Max tokens must be at most 1000000000."),
+        ({"session_idle_days": 2**31 - 1}, "Session idle threshold must be at most 36500 days"),
         ({"note": ""}, "Say why the policy changes"),
         ({}, "Nothing changed"),
     ],

@@ -1,6 +1,8 @@
 """Sessions: idle and active per app, events in order with compaction shown apart,
 artifacts with versions and sizes, and tombstones of retired sessions."""
 
+import math
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -10,7 +12,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions, EventCompaction
 from google.genai import types
 
-from records.models import Artifact, RetiredSession
+from records.models import AgentSession, Artifact, RetiredSession, SessionEvent
 from records.policies import policy_for, update_policy
 from tests.records.rows import make_record, make_session
 
@@ -177,3 +179,37 @@ def test_session_pages_query_counts_do_not_grow(login):
         make_session("travel", f"u{i}")
     large = (count(reverse("records:sessions")), count(reverse("records:session", args=[big.pk])))
     assert small == large
+
+
+# Stamps stored before timestamps were validated (or written around it): milliseconds,
+# the largest double, past 9999-12-31, before 0001-01-01, and the extremes that still
+# are dates. None of them may break a page.
+STORED_BAD_STAMPS = [1796266895557, 1e308, 253402300800, -62135596801, 253402300799.0, -62135596800]
+
+
+def test_sessions_pages_render_any_stored_stamp(login, on_postgres):
+    non_finite = [math.inf, -math.inf, math.nan] if on_postgres else []  # SQLite: no NaN
+    stamps = STORED_BAD_STAMPS + non_finite
+    make_session("pharmacy", "alice", session_id="ok", idle_days=0.5)
+    bad = []
+    for i, stamp in enumerate(stamps):
+        event = adk("hello", ts=stamp) if math.isfinite(stamp) else adk("hello")  # JSON: finite
+        session = make_session("pharmacy", f"u{i}", session_id=f"bad{i}", events=[event])
+        AgentSession.objects.filter(pk=session.pk).update(last_update_time=stamp)
+        SessionEvent.objects.filter(session=session).update(timestamp=stamp)
+        bad.append(session)
+    client = login("support")
+    url = reverse("records:sessions")
+    for query in ({}, {"app": "pharmacy"}, {"state": "idle"}, {"state": "active"}, {"q": "bad"}):
+        for page in (1, "last"):
+            response = client.get(url, {**query, "page": page})
+            assert response.status_code == 200, (query, page)
+    shown = {s.session_id: s for s in client.get(url).context["page"].object_list}
+    assert "invalid time" in client.get(url).content.decode()
+    assert shown["bad0"].last_update is None and shown["bad0"].last_update_raw == 1796266895557
+    # a stamp no clock can reach never turns idle by itself: it counts as idle now
+    assert all(shown[s.session_id].idle for s in bad)
+    assert not shown["ok"].idle
+    for session in bad:
+        response = client.get(reverse("records:session", args=[session.pk]))
+        assert response.status_code == 200 and b"hello" in response.content

@@ -13,6 +13,7 @@ from google.genai import types
 from records import artifacts, sessions
 from records.models import AgentSession, AppState, Artifact, SessionEvent, UserState
 from records.session_service import DjangoSessionService
+from records.timestamps import TimestampError
 
 APP, ALICE = "pharmacy", "alice"
 T = time.time() + 10_000
@@ -231,6 +232,46 @@ def test_an_event_too_big_for_its_columns_is_refused_before_anything_is_written(
     assert not SessionEvent.objects.exists()
     assert not UserState.objects.exists()
     assert AgentSession.objects.get().revision == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("stamp", "message"),
+    [
+        (1796266895557, "looks like milliseconds since the epoch; send seconds"),
+        (1e308, "out of range"),
+        (253402300800, "out of range"),
+        (-62135596801, "out of range"),
+        (time.time() + 30 * 86400, "out of range"),  # would keep the session active a month
+        (float("inf"), "must be a finite number"),
+    ],
+)
+def test_an_event_stamped_outside_the_range_is_refused_and_nothing_is_written(stamp, message):
+    session = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    with pytest.raises(TimestampError, match=message) as refused:
+        sessions.append_event(session, event(ts=stamp, delta={"user:x": 1}))
+    assert "from 946684800 (2000-01-01) to" in str(refused.value)
+    assert not SessionEvent.objects.exists() and not UserState.objects.exists()
+    assert AgentSession.objects.get().revision == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_adk_service_refuses_out_of_range_stamps_too(close_executor_connections):
+    service = DjangoSessionService()
+    session = await service.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    with pytest.raises(ValueError, match="milliseconds"):
+        await service.append_event(session, event(ts=time.time() * 1000))
+    stored = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert stored.events == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("now", [time.time() * 1000, -1.0, float("nan")])
+def test_a_session_created_at_an_impossible_time_is_refused(now):
+    with pytest.raises(TimestampError, match="now "):
+        sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1", now=now)
+    assert nothing_stored()
 
 
 @pytest.mark.django_db

@@ -108,6 +108,28 @@ def test_change_policy_saves_a_version_and_audits_only_changed_values(staff):
     assert PolicyVersion.objects.get(app_name="app", version=2).created_by == staff
 
 
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"max_records": "abc"}, "max_records", "must be an integer"),
+        ({"w_recency": "lots", "w_frequency": 0.2}, "w_recency", "must be a float"),
+        ({"half_life_hours": [720]}, "half_life_hours", "must be a float"),
+        ({"ttl_days": 10**12}, "ttl_days", "TTL must be at most 36500 days (a century)."),
+        ({"half_life_hours": 1e300}, "half_life_hours", "at most 876000 hours"),
+        ({"session_idle_days": 2**31 - 1}, "session_idle_days", "at most 36500 days"),
+    ],
+)
+def test_change_policy_refuses_a_value_of_the_wrong_type_or_size_at_its_field(
+    staff, changes, field, message
+):
+    policy_for("app")
+    with pytest.raises(ValidationError) as refused:
+        change_policy(staff, "app", changes, note="typo")
+    assert message in " ".join(refused.value.message_dict[field])
+    assert Policy.objects.get(app_name="app").version == 1
+    assert not AuditEntry.objects.exists()
+
+
 def test_change_policy_refuses_a_stale_review_and_bad_values(staff):
     policy_for("app")
     change_policy(staff, "app", {"max_records": 300})

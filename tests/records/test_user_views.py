@@ -235,6 +235,9 @@ def test_what_if_preview_changes_with_the_values_and_changes_nothing(login, reco
         ({"max_records": 0}, "Max records per user must be at least 1."),
         ({"half_life_hours": 0}, "Half-life must be positive."),
         ({"ttl_days": "soon"}, "TTL (days) must be a number."),
+        ({"ttl_days": 1000000000000}, "TTL must be at most 36500 days (a century)."),
+        ({"half_life_hours": "1e300"}, "Half-life must be at most 876000 hours (a century)."),
+        ({"max_tokens": 10**12}, "Max tokens must be at most 1000000000."),
     ],
 )
 def test_what_if_with_bad_values_explains_what_is_wrong(login, records, change, message):

@@ -133,6 +133,8 @@ def test_duplicate_ids_follow_adk_and_never_duplicate_memories():
     ("args", "message"),
     [
         (["sweep", "--as-of", "next tuesday", "--dry-run"], "ISO date"),
+        (["sweep", "--as-of", "0001-01-01", "--dry-run"], "from today"),
+        (["enforce", "--as-of", "9999-12-31T23:59", "--dry-run"], "ten years ahead"),
         (["sweep", "--as-of", "2027-01-01"], "with --dry-run"),
         (["sweep", "--apply", "999999"], "No run"),
         (["enforce", "--user", "u"], "--user needs --app"),
@@ -141,6 +143,7 @@ def test_duplicate_ids_follow_adk_and_never_duplicate_memories():
     ],
 )
 def test_management_commands_explain_bad_arguments(args, message):
+    sessions.create_session(app_name="app", user_id="u", session_id="s")  # a sweep's work
     with pytest.raises(CommandError, match=message):
         call_command(*args)
 

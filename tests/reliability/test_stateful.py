@@ -15,6 +15,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
+from google.adk.platform import time as platform_time
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -69,6 +70,8 @@ class Memadmin(RuleBasedStateMachine):
             },
         )
         self.clock = timezone.now()
+        # ADK's clock is the model's: events stamped at it are "now", however far it moved.
+        platform_time.set_time_provider(lambda: self.clock.timestamp())
         self.stored: set[int] = set()
         self.owner: dict[int, str] = {}
         self.pinned: set[int] = set()
@@ -77,6 +80,7 @@ class Memadmin(RuleBasedStateMachine):
         self.staff = User.objects.create_user("support-model")
 
     def teardown(self):
+        platform_time.reset_time_provider()
         if hasattr(self, "atomic"):
             transaction.set_rollback(True)
             self.atomic.__exit__(None, None, None)

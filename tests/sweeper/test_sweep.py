@@ -71,6 +71,21 @@ def test_idle_threshold_comes_from_each_apps_policy():
     assert set(AgentSession.objects.values_list("session_id", flat=True)) == {"t-10"}
 
 
+@pytest.mark.parametrize("stamp", [1796266895557, 1e308, 4102444800.0])  # ms, huge, 2100
+def test_a_session_stored_with_a_stamp_no_clock_reaches_is_retired_not_kept_forever(stamp):
+    make_session(APP, "u1", "stuck", ["My name is Ana"], idle_days=0)
+    make_session(APP, "u1", "fresh", ["Deliver to 4 Mill Lane"], idle_days=0)
+    # as written before timestamps were checked: the session and its event
+    AgentSession.objects.filter(session_id="stuck").update(last_update_time=stamp)
+    SessionEvent.objects.filter(session__session_id="stuck").update(timestamp=stamp)
+    run = sweep()
+    assert run.status == RunStatus.DONE and run.stats["sessions_retired"] == 1
+    assert list(AgentSession.objects.values_list("session_id", flat=True)) == ["fresh"]
+    [record] = MemoryRecord.objects.filter(source_session_id="stuck")
+    assert record.content == "My name is Ana"
+    assert RetiredSession.objects.get(session_id="stuck").last_update_time == stamp
+
+
 def test_a_worker_killed_between_ingest_and_delete_retires_once_without_duplicates():
     session = make_session(APP, "u1", "s1", ["My name is Ana", "Order #12 is late"], idle_days=9)
     full = sessions.get_session(app_name=APP, user_id="u1", session_id="s1")

@@ -5,6 +5,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from sweeper import plans, runs
+from sweeper.forms import LONGEST_PREVIEW
 from sweeper.models import PlanEntry, Run, RunKind
 from sweeper.tasks import run_inline
 
@@ -24,7 +25,15 @@ def parse_as_of(value: str | None) -> datetime | None:
         raise CommandError(
             f"--as-of must be an ISO date or datetime, e.g. 2027-01-01T02:00, not {value!r}"
         )
-    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, timezone.UTC)
+    parsed = parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, timezone.UTC)
+    # As the dashboard's dry-run form: a preview looks ahead, and not past what dates hold.
+    today = timezone.now().date()
+    if not today <= parsed.date() <= today + LONGEST_PREVIEW:
+        raise CommandError(
+            f"--as-of must be from today ({today}) to ten years ahead "
+            f"({today + LONGEST_PREVIEW}): a dry-run previews what would go, not {value!r}"
+        )
+    return parsed
 
 
 class Command(BaseCommand):
