@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from records import store
+from records.selectors.apps import UnknownApp, is_known_app
 
 
 class Command(BaseCommand):
@@ -11,6 +12,8 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="Only this user id.")
 
     def handle(self, *args, app, user, **options):
+        if not is_known_app(app):
+            raise CommandError(str(UnknownApp(app)))
         try:
             changed = store.rescore(app, user)
         except ValueError as exc:
