@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from records import store
-from records.selectors.apps import UnknownApp, is_known_app
+from records.selectors.apps import check_known_app
 
 
 class Command(BaseCommand):
@@ -12,9 +12,9 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="Only this user id.")
 
     def handle(self, *args, app, user, **options):
-        if not is_known_app(app):
-            raise CommandError(str(UnknownApp(app)))
         try:
+            store.check_scope(app, user if user is not None else "-")
+            check_known_app(app)
             changed = store.rescore(app, user)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
