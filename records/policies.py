@@ -29,14 +29,18 @@ def create_policy_row(app_name: str, *, by=None, note: str = "defaults") -> Poli
     app has one already."""
     with transaction.atomic():
         policy = Policy.objects.create(app_name=app_name, updated_by=by)
-        PolicyVersion.objects.create(
-            app_name=app_name,
-            version=policy.version,
-            values=policy.snapshot(),
-            created_by=by,
-            note=note,
-        )
+        _keep_version(policy, by, note)
         return policy
+
+
+def _keep_version(policy: Policy, by, note: str) -> None:
+    PolicyVersion.objects.create(
+        app_name=policy.app_name,
+        version=policy.version,
+        values=policy.snapshot(),
+        created_by=by,
+        note=note,
+    )
 
 
 def update_policy(app_name: str, changes: dict, *, by=None, note: str = "") -> Policy:
@@ -58,11 +62,5 @@ def update_policy(app_name: str, changes: dict, *, by=None, note: str = "") -> P
         policy.version += 1
         policy.updated_by = by
         policy.save()
-        PolicyVersion.objects.create(
-            app_name=app_name,
-            version=policy.version,
-            values=policy.snapshot(),
-            created_by=by,
-            note=note,
-        )
+        _keep_version(policy, by, note)
     return policy

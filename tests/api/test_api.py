@@ -375,6 +375,7 @@ def test_saving_what_search_returned_refreshes_instead_of_copying(api):
     ingest(api, texts=texts)
     found = api.post("memory/search", {"query": "penicillin mill jazz"}).json()["memories"]
     assert len(found) == 3
+    touches.flush_touches()  # with Redis the search hits land now, not in a later test
 
     saved = api.post("memory/entries", {"memories": found})
 

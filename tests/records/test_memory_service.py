@@ -7,6 +7,7 @@ from google.adk.memory.base_memory_service import BaseMemoryService
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
+from records import touches
 from records.memory_service import EvictingMemoryService
 from records.models import EvictionEvent, MemoryRecord
 from records.policies import update_policy
@@ -194,6 +195,7 @@ def recall_all(svc, user="u1"):
     for text in FIVE_FACTS:
         for found in run(svc.search_memory(app_name="pharmacy", user_id=user, query=text)).memories:
             entries[found.id] = found
+    touches.flush_touches()  # with Redis the search hits land now, not in a later test
     return list(entries.values())
 
 
