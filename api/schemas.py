@@ -124,6 +124,12 @@ class IngestOut(Wire):
     added: int = Field(description="New records stored.")
     duplicates: int = Field(description="Already stored (ingest is idempotent).")
     previously_evicted: int = Field(description="Evicted before; not brought back.")
+    refreshed: int = Field(
+        default=0,
+        description="Entries that were already this user's records (an id search returned, "
+        "with its text; or no id and the same text): each record counts one access instead "
+        "of being stored again.",
+    )
     evicted: int = Field(description="Records the policy evicted after this write.")
 
 

@@ -9,22 +9,20 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from memadmin.roles import OPS, role_required
-from records.models import Policy
+from records.selectors.apps import known_apps
 
 from . import keys
 from .forms import NewApiKeyForm
 
 
 def _page(request, form, new_key=None, status=200):
-    known_apps = sorted(
-        set(Policy.objects.values_list("app_name", flat=True))
-        | set(keys.list_keys().values_list("app_name", flat=True))
-    )
+    # A key may be made for an app before its agents first write: offer those too.
+    apps = sorted(set(known_apps()) | set(keys.list_keys().values_list("app_name", flat=True)))
     context = {
         "keys": keys.list_keys(),
         "form": form,
         "new_key": new_key,
-        "known_apps": known_apps,
+        "known_apps": apps,
     }
     return render(request, "api/keys.html", context, status=status)
 

@@ -1,6 +1,7 @@
 from django import forms
 
 from records.models import APP_NAME_MAX, USER_ID_MAX
+from records.selectors.apps import UnknownApp, is_known_app
 
 from .models import REASON_MAX, TICKET_MAX
 
@@ -36,8 +37,12 @@ class ErasureForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("scope") == "app" and not (data.get("app_name") or "").strip():
-            self.add_error("app_name", "Name the app, or choose all apps.")
+        if data.get("scope") == "app":
+            app_name = data.get("app_name") or ""
+            if not app_name.strip():
+                self.add_error("app_name", "Name the app, or choose all apps.")
+            elif not is_known_app(app_name):
+                self.add_error("app_name", str(UnknownApp(app_name)))
         return data
 
     @property

@@ -18,7 +18,7 @@ from memadmin.roles import COMPLIANCE, role_required
 from records import erasure
 from records.erasure_guard import subject_hash
 from records.inventory import SUBJECT_STORES
-from records.models import Policy
+from records.selectors.apps import known_apps
 
 from .forms import ErasureForm, PasswordCheckForm
 from .models import ErasureRequest as Request
@@ -64,8 +64,7 @@ def submit(request):
             # Never the user id in a message: messages live in the session or a cookie.
             messages.success(request, f"Erasure #{req.pk} submitted.")
             return redirect("erasure:detail", pk=req.pk)
-    apps = Policy.objects.order_by("app_name").values_list("app_name", flat=True)
-    return render(request, "erasure/submit.html", {"form": form, "apps": apps})
+    return render(request, "erasure/submit.html", {"form": form, "apps": known_apps()})
 
 
 @never_cache

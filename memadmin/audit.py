@@ -14,6 +14,7 @@ from .models import AuditEntry
 RECORD_PIN = "record.pin"
 RECORD_UNPIN = "record.unpin"
 RECORD_IMPORTANCE = "record.importance"
+POLICY_CREATE = "policy.create"
 POLICY_UPDATE = "policy.update"
 RULE_CHANGE = "rule.change"
 RECORDS_RESCORE = "records.rescore"
@@ -25,6 +26,7 @@ ACTIONS = (
     RECORD_PIN,
     RECORD_UNPIN,
     RECORD_IMPORTANCE,
+    POLICY_CREATE,
     POLICY_UPDATE,
     RULE_CHANGE,
     RECORDS_RESCORE,

@@ -83,9 +83,10 @@ class RemoteMemoryService(RemoteService, BaseMemoryService):
             "POST",
             f"{user_path(app_name, user_id)}/memory/entries",
             json=body,
-            # Entries with ids are deduplicated; without one a retry could store twice.
+            # The server keeps one record per distinct entry (by id, or by text when
+            # there is none): a retry stores nothing twice.
             app_name=app_name,
-            idempotent=all(m.id for m in memories),
+            idempotent=True,
         )
 
     @override

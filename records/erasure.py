@@ -54,6 +54,7 @@ from .inventory import (
 )
 from .locks import acquire_user_lock, user_lock_key
 from .models import APP_NAME_MAX, MemoryRecord
+from .selectors.apps import UnknownApp, is_known_app
 from .store import check_scope
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,9 @@ def submit(
         )
     ticket = _check_text("Ticket", ticket, models.TICKET_MAX, user_id)
     reason = _check_text("Reason", reason, models.REASON_MAX, user_id)
+    if app_name is not None and not is_known_app(app_name):
+        # A typo would otherwise end "verified", with a receipt, having deleted nothing.
+        raise ErasureRefused(str(UnknownApp(app_name)))
     now = now or timezone.now()
     by_name = actor or (requested_by.get_username() if requested_by is not None else "unknown")
     subject = erasure_guard.subject_hash(user_id)

@@ -61,6 +61,11 @@ def dedupe_key(app_name: str, user_id: str, scope: str, item_id: str) -> str:
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def memory_key(app_name: str, user_id: str, memory_id: str) -> str:
+    """The dedupe key of an explicit memory entry: its own id, per user."""
+    return dedupe_key(app_name, user_id, "memory", memory_id)
+
+
 def event_text(event) -> str:
     """The text parts of an ADK event, joined; '' for tool traffic and compaction events."""
     actions = getattr(event, "actions", None)
@@ -162,9 +167,7 @@ class Extractor:
                 continue
             candidate = self._candidate(
                 text,
-                dedupe_key=dedupe_key(app_name, user_id, "memory", memory.id)
-                if memory.id
-                else None,
+                dedupe_key=memory_key(app_name, user_id, memory.id) if memory.id else None,
                 session_id=str((metadata or {}).get("session_id") or "")[:256],
                 event_ids=(),
                 author=(memory.author or "")[:256],

@@ -8,7 +8,7 @@ from datetime import timedelta
 from django import forms
 from django.core.validators import MaxValueValidator
 
-from .models import POLICY_FIELDS, ImportanceRule, Policy
+from .models import APP_NAME_MAX, POLICY_FIELDS, ImportanceRule, Policy
 from .policy import LIMITS, PolicyError, PolicyParams, limit_message
 from .selectors.sessions import SESSION_STATES
 
@@ -242,3 +242,26 @@ class RescoreForm(forms.Form):
         max_length=128, error_messages={"required": "Choose the app to re-score."}
     )
     note = forms.CharField(required=False, max_length=500, label="Why")
+
+
+class NewPolicyForm(forms.Form):
+    """Start managing a new app: its first policy, with the defaults (ops only).
+
+    The name is kept exactly as typed (agents match it exactly); its rules are
+    ``records.staff.check_new_app_name``, which reports them at this field.
+    """
+
+    app_name = forms.CharField(
+        label="App name",
+        strip=False,
+        max_length=APP_NAME_MAX,
+        widget=forms.TextInput(
+            attrs={"autocomplete": "off", "placeholder": "e.g. travel-concierge"}
+        ),
+    )
+    reason = forms.CharField(
+        label="Why",
+        max_length=500,
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "e.g. new agent going live next week"}),
+    )

@@ -27,6 +27,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from . import store
+from .extract import memory_key
 from .models import MemoryRecord
 
 Clock = Callable[[], datetime]
@@ -73,7 +74,14 @@ def add_memories(
     now: datetime,
     custom_metadata: Mapping[str, object] | None = None,
 ) -> store.IngestResult:
-    """Store explicit memories. custom_metadata may set ``importance`` (0..1), ``pinned``."""
+    """Store explicit memories. custom_metadata may set ``importance`` (0..1), ``pinned``.
+
+    One record per distinct entry: an entry whose ``id`` is one of this user's record
+    ids (as ``search_memory`` returns them) with that record's text, or an entry without
+    an id whose text a record of this user has, refreshes that record instead of
+    storing a copy (an agent that saves what it recalled must not double its memory).
+    Any other entry is keyed by its own id, so saving it again adds nothing.
+    """
     store.check_scope(app_name, user_id)
     for memory in memories:
         if not isinstance(memory, MemoryEntry):
@@ -81,7 +89,28 @@ def add_memories(
     candidates = store.extractor_for(app_name).from_memories(
         app_name, user_id, memories, custom_metadata
     )
-    return store.ingest(app_name, user_id, candidates, now)
+    return store.ingest(
+        app_name,
+        user_id,
+        candidates,
+        now,
+        entry_ids=recalled_ids(app_name, user_id, memories),
+        match_content=True,
+    )
+
+
+def recalled_ids(app_name: str, user_id: str, memories: Sequence[MemoryEntry]) -> dict[str, int]:
+    """{dedupe key of the entry: the record id it names} for entries whose id could be a
+    record id (``to_memory_entry`` sets ``str(record.id)``); ingest checks that the
+    record is this user's, under the user's lock."""
+    out = {}
+    for memory in memories:
+        entry_id = memory.id or ""
+        # "5", as search returns it; not "05", nor beyond a bigint
+        canonical = entry_id.isascii() and entry_id.isdecimal() and len(entry_id) < 19
+        if canonical and str(int(entry_id)) == entry_id:
+            out[memory_key(app_name, user_id, entry_id)] = int(entry_id)
+    return out
 
 
 def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryEntry]:

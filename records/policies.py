@@ -8,19 +8,39 @@ from .models import POLICY_FIELDS, Policy, PolicyVersion
 
 
 def policy_for(app_name: str) -> Policy:
-    """The app's current policy, created with the article's defaults on first use."""
+    """The app's current policy, created with the article's defaults on first use.
+
+    Agents create their app by writing to it, so the first write (or search) makes the
+    policy; staff create one explicitly with ``records.staff.create_policy``, and
+    commands and forms that name an app refuse one that is not known first
+    (``records.selectors.apps``).
+    """
     policy = Policy.objects.filter(app_name=app_name).first()
     if policy is not None:
         return policy
     try:
-        with transaction.atomic():
-            policy = Policy.objects.create(app_name=app_name)
-            PolicyVersion.objects.create(
-                app_name=app_name, version=policy.version, values=policy.snapshot(), note="defaults"
-            )
-            return policy
+        return create_policy_row(app_name)
     except IntegrityError:  # another process created it first
         return Policy.objects.get(app_name=app_name)
+
+
+def create_policy_row(app_name: str, *, by=None, note: str = "defaults") -> Policy:
+    """The app's first policy, with the defaults, and its version 1. IntegrityError if the
+    app has one already."""
+    with transaction.atomic():
+        policy = Policy.objects.create(app_name=app_name, updated_by=by)
+        _keep_version(policy, by, note)
+        return policy
+
+
+def _keep_version(policy: Policy, by, note: str) -> None:
+    PolicyVersion.objects.create(
+        app_name=policy.app_name,
+        version=policy.version,
+        values=policy.snapshot(),
+        created_by=by,
+        note=note,
+    )
 
 
 def update_policy(app_name: str, changes: dict, *, by=None, note: str = "") -> Policy:
@@ -44,11 +64,5 @@ def update_policy(app_name: str, changes: dict, *, by=None, note: str = "") -> P
         policy.version += 1
         policy.updated_by = by
         policy.save()
-        PolicyVersion.objects.create(
-            app_name=app_name,
-            version=policy.version,
-            values=policy.snapshot(),
-            created_by=by,
-            note=note,
-        )
+        _keep_version(policy, by, note)
     return policy

@@ -17,8 +17,9 @@ from django.db import IntegrityError, transaction
 from memadmin import audit
 
 from .locks import user_lock
-from .models import ImportanceRule, ImportanceSource, MemoryRecord, Policy
-from .policies import policy_for, update_policy
+from .models import APP_NAME_MAX, ImportanceRule, ImportanceSource, MemoryRecord, Policy
+from .policies import create_policy_row, policy_for, update_policy
+from .selectors.apps import check_known_app
 from .selectors.rules import rescore_scope
 from .store import active_rules
 from .tasks import rescore_app
@@ -109,8 +110,10 @@ def change_policy(
 
     ``base_version`` is the version the staff member reviewed; if someone else changed
     the policy since, StalePolicyError is raised and nothing is saved.
-    Raises ValidationError (nothing saved) on bad values.
+    Raises ValidationError (nothing saved) on bad values, and UnknownApp (a ValueError)
+    for an app memadmin has never seen: a new app's policy is made by ``create_policy``.
     """
+    check_known_app(app_name)
     policy_for(app_name)
     with transaction.atomic():
         current = Policy.objects.select_for_update().get(app_name=app_name)
@@ -131,6 +134,66 @@ def change_policy(
             reason=note,
         )
         return policy
+
+
+APP_NAME_RULE = (
+    f"An app name is 1 to {APP_NAME_MAX} characters, without '/', control characters or "
+    "spaces at either end (agents use it exactly, in URLs too)."
+)
+
+
+def check_new_app_name(app_name) -> str:
+    """The name, or ValidationError saying what an app name may be."""
+    if (
+        not isinstance(app_name, str)
+        or not app_name.strip()
+        or app_name != app_name.strip()
+        or len(app_name) > APP_NAME_MAX
+        or "/" in app_name
+        or any(not ch.isprintable() for ch in app_name)
+    ):
+        raise ValidationError({"app_name": [APP_NAME_RULE]})
+    return app_name
+
+
+def create_policy(actor, app_name: str, *, reason: str = "") -> Policy:
+    """Start managing a new app: its first policy, with the defaults, audited.
+
+    Agents' first write creates an app's policy implicitly; this is the explicit way, for
+    an app whose agents have not written yet (or one that has data but no policy). Raises
+    ValidationError (nothing saved) for a bad name or an app that has a policy already.
+    """
+    check_new_app_name(app_name)
+    reason = (reason or "").strip()
+    if len(reason) > audit.REASON_MAX:
+        raise ValidationError({"reason": [f"Keep the reason to {audit.REASON_MAX} characters."]})
+    existing = Policy.objects.filter(app_name=app_name).values_list("version", flat=True).first()
+    if existing is not None:
+        raise ValidationError(
+            {
+                "app_name": [
+                    f"{app_name!r} has a policy already (version {existing}); change it on "
+                    "its page."
+                ]
+            }
+        )
+    staff = actor if actor is not None and actor.is_authenticated else None
+    try:
+        with transaction.atomic():
+            policy = create_policy_row(app_name, by=staff, note=reason or "created")
+            audit.record(
+                actor,
+                audit.POLICY_CREATE,
+                app_name=app_name,
+                target=f"v{policy.version}",
+                after={"version": policy.version, **policy.snapshot()},
+                reason=reason,
+            )
+    except IntegrityError:  # created meanwhile, by an agent's first write or another person
+        raise ValidationError(
+            {"app_name": [f"{app_name!r} has a policy already; change it on its page."]}
+        ) from None
+    return policy
 
 
 # --- importance rules -------------------------------------------------------------------

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import BooleanField, Value
+from django.db.models import BooleanField, Q, Value
 from django.utils.module_loading import import_string
 
 from . import erasure_guard, feedback
@@ -38,7 +38,7 @@ from .models import (
 from .policies import policy_for
 from .summaries import summarise
 from .tokens import token_counter
-from .touches import record_touches
+from .touches import apply_touches, record_touches
 from .victims import SelectedVictim, select_victims
 
 log = logging.getLogger(__name__)
@@ -106,6 +106,7 @@ class IngestResult:
     added: int = 0
     duplicates: int = 0
     previously_evicted: int = 0
+    refreshed: int = 0
     evicted: list[SelectedVictim] = field(default_factory=list)
 
 
@@ -118,6 +119,8 @@ def ingest(
     run_id: int | None = None,
     enforce: bool = True,
     count_session: bool = False,
+    entry_ids: Mapping[str, int] | None = None,
+    match_content: bool = False,
 ) -> IngestResult:
     """Store new candidates and enforce the app's policy, under the user's lock.
 
@@ -127,6 +130,12 @@ def ingest(
 
     Never duplicates a record (unique dedupe key) and never brings back one that was
     evicted before (its key is remembered on the eviction event).
+
+    Explicit memories (``add_memory``) may be records this user already has, recalled
+    by search and saved again: ``entry_ids`` maps a candidate's dedupe key to the record
+    id its entry carries, and ``match_content`` lets a candidate without a key match a
+    stored record of the same text. Such a candidate refreshes that record (see
+    ``_refresh_stored``) instead of storing a copy.
     """
     check_scope(app_name, user_id)
     result = IngestResult(candidates=len(candidates))
@@ -135,6 +144,10 @@ def ingest(
         # Erasure barrier: refuse an ingest that started before an erasure of this user
         # and drop candidates stamped before it (see records.erasure_guard).
         candidates = erasure_guard.check(app_name, user_id, candidates, now)
+        if entry_ids or match_content:
+            candidates, result.refreshed, result.duplicates = _refresh_stored(
+                app_name, user_id, candidates, entry_ids or {}, match_content, now
+            )
         keys = [c.dedupe_key for c in candidates if c.dedupe_key]
         existing, evicted = _known_keys(app_name, user_id, keys)
         seen: set[str] = set()
@@ -159,6 +172,79 @@ def ingest(
         counts[feedback.SESSIONS_INGESTED] = 1
     feedback.bump_many(app_name, counts, now)
     return result
+
+
+def _refresh_stored(
+    app_name: str,
+    user_id: str,
+    candidates: Sequence[Candidate],
+    entry_ids: Mapping[str, int],
+    match_content: bool,
+    now: datetime,
+) -> tuple[list[Candidate], int, int]:
+    """Refresh the user's records that candidates are copies of: returns the other
+    candidates, how many refreshed a record and how many repeated a text without id.
+
+    A candidate is a copy when its entry carries the id of one of *this* user's records
+    and the same text (an edited entry, or another user's id, is a new memory), or,
+    with ``match_content``, has no id and the text of a stored record. The record
+    counts one access now (as a search hit does); a pin the rules or the caller ask
+    for is added and a caller's importance replaces all but a staff member's. Caller
+    holds the user's lock.
+    """
+    ids = {entry_ids[c.dedupe_key] for c in candidates if c.dedupe_key in entry_ids}
+    texts = {c.content for c in candidates if c.dedupe_key is None} if match_content else set()
+    if not ids and not texts:
+        return list(candidates), 0, 0
+    stored = (
+        MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
+        .filter(Q(id__in=ids) | Q(content__in=texts))
+        .only("id", "content", "pinned", "importance", "importance_source", "importance_rule")
+        .order_by("id")
+    )
+    by_id = {r.id: r for r in stored}
+    by_text: dict[str, MemoryRecord] = {}
+    for r in by_id.values():
+        by_text.setdefault(r.content, r)  # the oldest record of a text
+    rest: list[Candidate] = []
+    refreshed = repeated = 0
+    new_texts: set[str] = set()
+    used: set[int] = set()  # one access per record, however many entries name it
+    changed: dict[int, MemoryRecord] = {}
+    for c in candidates:
+        if c.dedupe_key is not None:
+            record = by_id.get(entry_ids.get(c.dedupe_key, -1))
+            if record is not None and record.content != c.content:
+                record = None
+        else:
+            record = by_text.get(c.content) if match_content else None
+        if record is None:
+            if c.dedupe_key is None and match_content:
+                if c.content in new_texts:
+                    repeated += 1
+                    continue
+                new_texts.add(c.content)
+            rest.append(c)
+            continue
+        refreshed += 1
+        used.add(record.id)
+        if c.pinned and not record.pinned:
+            record.pinned = True
+            changed[record.id] = record
+        if (
+            c.importance_source == ImportanceSource.CALLER
+            and record.importance_source != ImportanceSource.STAFF
+            and (record.importance, record.importance_source) != (c.importance, c.importance_source)
+        ):
+            record.importance = c.importance
+            record.importance_source = c.importance_source
+            record.importance_rule = c.importance_rule
+            changed[record.id] = record
+    apply_touches(dict.fromkeys(used, 1), dict.fromkeys(used, now))
+    MemoryRecord.objects.bulk_update(
+        changed.values(), ["pinned", "importance", "importance_source", "importance_rule"]
+    )
+    return rest, refreshed, repeated
 
 
 def _known_keys(app_name: str, user_id: str, keys: list[str]) -> tuple[set[str], set[str]]:

@@ -23,6 +23,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from records.selectors.apps import check_known_app
+
 from .models import ItemStatus, Run, RunStatus, WorkItem
 
 log = logging.getLogger(__name__)
@@ -56,7 +58,13 @@ def create_run(
     schedule_key: str | None = None,
     enqueue: bool = True,
 ) -> Run | None:
-    """Create a queued run and (after commit) nudge a worker. None if the slot is taken."""
+    """Create a queued run and (after commit) nudge a worker. None if the slot is taken.
+
+    A run limited to one app needs an app memadmin knows (UnknownApp, a ValueError):
+    for a typo it would plan nothing, create the app's policy and succeed.
+    """
+    if app_name and plan is None:
+        check_known_app(app_name)
     try:
         with transaction.atomic():
             run = Run.objects.create(

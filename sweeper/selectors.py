@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q, Sum
 
-from records.models import AgentSession, MemoryRecord, Policy
+from records.models import MemoryRecord
 
 from .models import ApplyStatus, EntryKind, ItemStatus, PlanEntry, Run, RunStatus
 
@@ -71,13 +71,6 @@ def run_page(*, page: int | str = 1, per_page: int = 25) -> Page:
         for run in page_obj.object_list
     ]
     return page_obj
-
-
-def known_apps() -> list[str]:
-    """Apps a run can be limited to: those with a policy or with stored sessions."""
-    apps = set(Policy.objects.values_list("app_name", flat=True))
-    apps |= set(AgentSession.objects.order_by().values_list("app_name", flat=True).distinct())
-    return sorted(apps)
 
 
 # --- a dry-run's report -------------------------------------------------------------------

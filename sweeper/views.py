@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memadmin.roles import OPS, has_role, role_required, viewer_required
+from records.selectors.apps import known_apps
 from records.views.common import render_page
 
 from . import plans, staff
@@ -18,7 +19,6 @@ from .models import Run, RunKind, RunStatus
 from .selectors import (
     application_of,
     failed_items,
-    known_apps,
     needs_polling,
     report_page,
     report_summary,

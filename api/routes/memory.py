@@ -31,6 +31,7 @@ def _ingested(result: store.IngestResult) -> IngestOut:
         added=result.added,
         duplicates=result.duplicates,
         previously_evicted=result.previously_evicted,
+        refreshed=result.refreshed,
         evicted=len(result.evicted),
     )
 
@@ -84,7 +85,10 @@ def add_events(request, app_name: AppName, user_id: UserId, body: IngestEventsIn
     summary="Add explicit memories (add_memory)",
 )
 def add_memories(request, app_name: AppName, user_id: UserId, body: AddMemoriesIn):
-    """``customMetadata`` may set ``importance`` (0..1) and ``pinned`` for the entries."""
+    """``customMetadata`` may set ``importance`` (0..1) and ``pinned`` for the entries.
+    One record per distinct entry: an entry with the ``id`` and text of one of this
+    user's records (as search returns it), or without an id and with a stored text,
+    refreshes that record (``refreshed``) instead of storing it again."""
     result = memory_service.add_memories(
         app_name, user_id, body.memories, timezone.now(), body.custom_metadata
     )

@@ -1,6 +1,7 @@
 """Read-only queries for pages. Each returns plain values in a bounded number of queries:
 the count never grows with the number of users, records, sessions or events."""
 
+from .apps import UnknownApp, check_known_app, is_known_app, known_apps
 from .overview import (
     Rollups,
     Spread,
@@ -37,15 +38,19 @@ __all__ = [
     "Rollups",
     "ScoredRow",
     "Spread",
+    "UnknownApp",
     "UserRow",
     "app_session_counts",
     "artifacts_for_session",
+    "check_known_app",
     "daily_rollups",
     "decide_sample",
     "effective_rules",
     "eviction_reasons",
     "evictions_per_day",
     "growth_per_week",
+    "is_known_app",
+    "known_apps",
     "natural_descending",
     "per_user_histogram",
     "policy_history",

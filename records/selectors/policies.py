@@ -52,7 +52,8 @@ def policy_history(app_name: str, *, page: int | str = 1, per_page: int = 20) ->
             .values_list("values", flat=True)
             .first()
         )
-    previous_of = [v.values for v in versions[1:]] + [older]
+    # No versions yet (an app with data but no policy row): an empty history.
+    previous_of = [v.values for v in versions[1:]] + [older] if versions else []
     page_obj.object_list = [
         VersionChange(
             version=v.version,

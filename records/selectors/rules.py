@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 
 from .. import rules as pure_rules
-from ..models import ImportanceRule, ImportanceSource, MemoryRecord, Policy
+from ..models import ImportanceRule, ImportanceSource, MemoryRecord
 from ..store import active_rules
+from .apps import known_apps
 
 DEFAULT_NAMES = frozenset(r.name for r in pure_rules.DEFAULT_RULES)
 
@@ -20,8 +21,8 @@ def staff_rules() -> list[ImportanceRule]:
 
 
 def rule_apps(rows: list[ImportanceRule]) -> list[str]:
-    """Apps to pick from: those with a policy (every app that stored a record) or a rule."""
-    apps = set(Policy.objects.values_list("app_name", flat=True))
+    """Apps to pick from: the known apps, and those a staff rule names."""
+    apps = set(known_apps())
     apps |= {r.app_name for r in rows if r.app_name}
     return sorted(apps)
 

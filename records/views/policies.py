@@ -13,26 +13,47 @@ from django.views.decorators.http import require_http_methods
 from memadmin.roles import OPS, check_role, has_role, viewer_required
 
 from .. import staff
-from ..forms import POLICY_LABELS, PolicyForm
-from ..models import POLICY_FIELDS, MemoryRecord, Policy
+from ..forms import POLICY_LABELS, NewPolicyForm, PolicyForm
+from ..models import POLICY_FIELDS, Policy
 from ..preview import policy_impact
-from ..selectors import policy_history, policy_rows
+from ..selectors import is_known_app, policy_history, policy_rows
 from .common import current_policy, render_page
 
 TEMPLATE = "records/policy.html"
 
 
+@require_http_methods(["GET", "POST"])
 @viewer_required
 def policies(request):
-    return render(request, "records/policies.html", {"policies": policy_rows()})
+    if request.method == "GET":
+        form = NewPolicyForm() if has_role(request.user, OPS) else None
+        return _policies_page(request, form)
+    check_role(request, OPS)
+    form = NewPolicyForm(request.POST)
+    if form.is_valid():
+        try:
+            created = staff.create_policy(
+                request.user, form.cleaned_data["app_name"], reason=form.cleaned_data["reason"]
+            )
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            messages.success(request, f"Created the {created.app_name} policy (the defaults).")
+            return redirect(reverse("records:policy", args=[created.app_name]))
+    return _policies_page(request, form, status=422)
+
+
+def _policies_page(request, form, status=200):
+    context = {"policies": policy_rows(), "form": form}
+    return render(request, "records/policies.html", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
 @viewer_required
 def policy(request, app):
     current = current_policy(app)
-    if current.pk is None and not MemoryRecord.objects.filter(app_name=app).exists():
-        raise Http404("No policy and no records for this app.")
+    if current.pk is None and not is_known_app(app):
+        raise Http404("No policy and no data for this app.")
     if request.method == "GET":
         form = PolicyForm(instance=current) if has_role(request.user, OPS) else None
         return _page(request, current, form=form)

@@ -335,6 +335,7 @@ def test_ingest_a_session_is_idempotent(api):
         "added": 2,
         "duplicates": 0,
         "previouslyEvicted": 0,
+        "refreshed": 0,
         "evicted": 0,
     }
     assert ingest(api, texts=texts)["duplicates"] == 2
@@ -397,6 +398,32 @@ def test_search_ranks_as_in_process_and_touches_the_hits(api):
     touches.flush_touches()
     assert MemoryRecord.objects.get(id=int(first["id"])).hits == 2  # two searches
     assert api.post("memory/search", {"query": "  "}).json() == {"memories": []}
+
+
+def test_saving_what_search_returned_refreshes_instead_of_copying(api):
+    texts = ["I am allergic to penicillin", "Deliver to 4 Mill Lane", "I like jazz music"]
+    ingest(api, texts=texts)
+    found = api.post("memory/search", {"query": "penicillin mill jazz"}).json()["memories"]
+    assert len(found) == 3
+    touches.flush_touches()  # with Redis the search hits land now, not in a later test
+
+    saved = api.post("memory/entries", {"memories": found})
+
+    assert saved.status_code == 200, saved.content
+    assert saved.json() == {
+        "candidates": 3,
+        "added": 0,
+        "duplicates": 0,
+        "previouslyEvicted": 0,
+        "refreshed": 3,
+        "evicted": 0,
+    }
+    assert MemoryRecord.objects.filter(app_name=APP, user_id=USER).count() == 3
+    # another user saving those entries gets memories of their own; ours are untouched
+    hits = dict(MemoryRecord.objects.values_list("id", "hits"))
+    other = api.post("memory/entries", {"memories": found}, user="cust-0043").json()
+    assert (other["added"], other["refreshed"]) == (3, 0)
+    assert dict(MemoryRecord.objects.filter(user_id=USER).values_list("id", "hits")) == hits
 
 
 def test_delete_one_memory_or_all(api):

@@ -7,6 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from erasure.models import ErasureRequest
+from records.models import MemoryRecord, Policy
 
 from .conftest import populate
 from .helpers import USER
@@ -76,3 +77,16 @@ def test_erase_asks_for_the_user_id_again_or_refuses():
             "--no-input",
         )
     assert not ErasureRequest.objects.exists()
+
+
+def test_erase_refuses_an_app_memadmin_has_never_seen_instead_of_a_receipt(tmp_path):
+    populate("pharmacy", USER, "mk7t2w")
+    path = tmp_path / "receipt.json"
+    args = f"--app no-such-app --user {USER} --ticket DSR-5 --reason Art.17 --wait --no-input"
+    with pytest.raises(CommandError) as refused:
+        erase_cmd(*args.split(), "--receipt", str(path))
+    assert "No app named 'no-such-app'" in str(refused.value)
+    assert "known apps: pharmacy" in str(refused.value)
+    assert not ErasureRequest.objects.exists() and not path.exists()
+    assert not Policy.objects.filter(app_name="no-such-app").exists()
+    assert MemoryRecord.objects.filter(app_name="pharmacy", user_id=USER).exists()

@@ -10,6 +10,7 @@ from django.test import Client
 from erasure.models import ErasureAuditEntry, ErasureRequest
 from erasure.reauth import SESSION_KEY
 from records import erasure
+from records.policies import policy_for
 
 from .conftest import populate
 from .helpers import USER, erase, submit
@@ -25,6 +26,11 @@ FORM = {
     "ticket": "DSR-2002",
     "reason": "Subject asked for erasure through the support portal",
 }
+
+
+@pytest.fixture(autouse=True)
+def pharmacy_is_known(db):
+    policy_for(FORM["app_name"])
 
 
 def urls(pk):
@@ -87,6 +93,17 @@ def test_the_user_id_must_be_typed_twice_the_same(login):
     response = client.post("/erasure/new/", {**FORM, "user_id_again": USER + " "})
     assert response.status_code == 200
     assert "does not match" in response.content.decode()
+    assert not ErasureRequest.objects.exists()
+
+
+def test_an_app_memadmin_has_never_seen_is_refused_with_the_known_ones(login):
+    client = login("compliance")
+    response = client.post("/erasure/new/", {**FORM, "app_name": "pharmacie"})
+    content = response.content.decode()
+    assert response.status_code == 200
+    assert "No app named &#x27;pharmacie&#x27;" in content
+    assert "known apps: pharmacy" in content
+    assert '<option value="pharmacy">' in content  # the datalist offers the known ones
     assert not ErasureRequest.objects.exists()
 
 

@@ -7,6 +7,7 @@ from google.adk.memory.base_memory_service import BaseMemoryService
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
+from records import touches
 from records.memory_service import EvictingMemoryService
 from records.models import EvictionEvent, MemoryRecord
 from records.policies import update_policy
@@ -170,3 +171,121 @@ def test_with_redis_search_touches_are_buffered_and_land_at_the_flush():
     touches.flush_touches()
     record.refresh_from_db()
     assert (record.hits, record.last_accessed_at) == (1, NOW)
+
+
+# --- saving what was recalled (one record per distinct entry) ----------------------------
+
+LATER = NOW + timedelta(hours=3)
+FIVE_FACTS = [
+    "I am allergic to penicillin",
+    "Deliver to 12 Elm Street",
+    "My name is Ana",
+    "My date of birth is 1 May 1980",
+    "I prefer morning deliveries",
+]
+
+
+def entry(text, id=None):
+    return MemoryEntry(id=id, content=types.Content(role="user", parts=[types.Part(text=text)]))
+
+
+def recall_all(svc, user="u1"):
+    """Every record of the user, through search_memory (one query per fact)."""
+    entries = {}
+    for text in FIVE_FACTS:
+        for found in run(svc.search_memory(app_name="pharmacy", user_id=user, query=text)).memories:
+            entries[found.id] = found
+    touches.flush_touches()  # with Redis the search hits land now, not in a later test
+    return list(entries.values())
+
+
+def test_saving_recalled_entries_refreshes_the_records_instead_of_copying_them():
+    run(service().add_session_to_memory(session(FIVE_FACTS)))
+    recalled = recall_all(service())
+    assert len(recalled) == 5 and MemoryRecord.objects.count() == 5
+    hits = dict(MemoryRecord.objects.values_list("id", "hits"))
+
+    for _ in range(2):  # saving them again and again changes nothing but the use
+        run(service(LATER).add_memory(app_name="pharmacy", user_id="u1", memories=recalled))
+
+    assert MemoryRecord.objects.count() == 5
+    for record in MemoryRecord.objects.all():
+        assert record.last_accessed_at == LATER  # refreshed: used now, as a search hit is
+        assert record.hits == hits[record.id] + 2
+
+
+def test_a_recalled_entry_can_pin_its_record_but_not_overrule_staff_importance():
+    run(service().add_session_to_memory(session(["Deliver to 12 Elm Street", "My name is Ana"])))
+    address = MemoryRecord.objects.get(content__startswith="Deliver")
+    name = MemoryRecord.objects.get(content__startswith="My name")
+    MemoryRecord.objects.filter(pk=name.pk).update(importance=0.2, importance_source="staff")
+    recalled = [entry(r.content, id=str(r.pk)) for r in (address, name)]
+    result = add_memories_now(recalled, {"pinned": True, "importance": 0.9})
+    assert (result.added, result.refreshed) == (0, 2)
+    address.refresh_from_db()
+    name.refresh_from_db()
+    assert (address.pinned, address.importance, address.importance_source) == (
+        True,
+        0.9,
+        "caller",
+    )
+    assert (name.pinned, name.importance, name.importance_source) == (True, 0.2, "staff")
+
+
+def add_memories_now(memories, metadata=None, user="u1"):
+    from records.memory_service import add_memories
+
+    return add_memories("pharmacy", user, memories, LATER, metadata)
+
+
+def test_an_entry_naming_another_users_record_is_a_new_memory_and_leaves_that_record_alone():
+    run(service().add_session_to_memory(session(["Deliver to 12 Elm Street"], user="u2")))
+    theirs = MemoryRecord.objects.get(user_id="u2")
+    before = (theirs.hits, theirs.last_accessed_at, theirs.pinned)
+
+    result = add_memories_now([entry(theirs.content, id=str(theirs.pk))], {"pinned": True})
+
+    assert (result.added, result.refreshed) == (1, 0)
+    theirs.refresh_from_db()
+    assert (theirs.hits, theirs.last_accessed_at, theirs.pinned) == before
+    mine = MemoryRecord.objects.get(user_id="u1")
+    assert (mine.content, mine.pinned) == ("Deliver to 12 Elm Street", True)
+    # and it is keyed by the entry's id, like any id the caller chose
+    assert add_memories_now([entry(theirs.content, id=str(theirs.pk))]).duplicates == 1
+    assert MemoryRecord.objects.filter(user_id="u1").count() == 1
+
+
+def test_an_edited_recalled_entry_is_stored_as_a_new_memory():
+    run(service().add_session_to_memory(session(["Deliver to 12 Elm Street"])))
+    old = MemoryRecord.objects.get()
+    result = add_memories_now([entry("Deliver to 4 Mill Lane", id=str(old.pk))])
+    assert (result.added, result.refreshed) == (1, 0)
+    assert set(MemoryRecord.objects.values_list("content", flat=True)) == {
+        "Deliver to 12 Elm Street",
+        "Deliver to 4 Mill Lane",
+    }
+    old.refresh_from_db()
+    assert old.last_accessed_at < LATER  # not touched: the entry is another text
+
+
+def test_entries_without_id_are_one_record_per_text():
+    run(service().add_session_to_memory(session(["Deliver to 12 Elm Street"])))
+    stored = MemoryRecord.objects.get()
+    result = add_memories_now(
+        [entry("Deliver to 12 Elm Street"), entry("Likes jazz"), entry("Likes jazz")]
+    )
+    assert (result.candidates, result.added, result.refreshed, result.duplicates) == (3, 1, 1, 1)
+    assert add_memories_now([entry("Likes jazz")]).refreshed == 1
+    assert sorted(MemoryRecord.objects.values_list("content", flat=True)) == [
+        "Deliver to 12 Elm Street",
+        "Likes jazz",
+    ]
+    stored.refresh_from_db()
+    assert stored.last_accessed_at == LATER
+
+
+def test_an_id_that_only_looks_like_a_record_id_is_the_callers_own():
+    run(service().add_session_to_memory(session(["Deliver to 12 Elm Street"])))
+    record = MemoryRecord.objects.get()
+    result = add_memories_now([entry(record.content, id=f"0{record.pk}")])
+    assert (result.added, result.refreshed) == (1, 0)

@@ -147,6 +147,55 @@ def test_only_ops_may_change_a_policy(login, pharmacy, roles):
     assert not AuditEntry.objects.exists()
 
 
+def test_ops_create_a_new_apps_policy_from_the_list(login):
+    client = login("ops", username="olga")
+    page = client.get(reverse("records:policies"))
+    assert b"Add an app" in page.content and b"csrfmiddlewaretoken" in page.content
+
+    response = client.post(
+        reverse("records:policies"), {"app_name": "travel", "reason": "new agent"}, follow=True
+    )
+
+    assert response.redirect_chain[-1][0] == url("travel")
+    assert "Created the travel policy" in response.content.decode()
+    assert Policy.objects.get(app_name="travel").version == 1
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.actor_username, entry.reason) == (
+        "policy.create",
+        "olga",
+        "new agent",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("a/b", "without &#x27;/&#x27;"), ("pharmacy", "has a policy already"), ("", "required")],
+)
+def test_creating_a_policy_refuses_bad_or_taken_names(login, pharmacy, name, message):
+    response = login("ops").post(reverse("records:policies"), {"app_name": name})
+    assert response.status_code == 422
+    assert message in response.content.decode()
+    assert list(Policy.objects.values_list("app_name", flat=True)) == ["pharmacy"]
+    assert not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize("roles", [("support",), ("compliance",)])
+def test_only_ops_may_create_a_policy(login, roles):
+    client = login(*roles)
+    assert b"Add an app" not in client.get(reverse("records:policies")).content
+    assert client.post(reverse("records:policies"), {"app_name": "travel"}).status_code == 403
+    assert not Policy.objects.exists()
+
+
+def test_an_app_with_sessions_but_no_policy_has_a_page_with_the_defaults(login):
+    from records import sessions
+
+    sessions.create_session(app_name="travel", user_id="u", session_id="s")
+    page = login("ops").get(url("travel"))
+    assert page.status_code == 200 and page.context["policy"].pk is None
+    assert not Policy.objects.exists()
+
+
 def test_unknown_app_is_404_and_creates_nothing(login):
     assert login("ops").get(url("nope")).status_code == 404
     assert not Policy.objects.filter(app_name="nope").exists()

@@ -6,9 +6,11 @@ from django.core.exceptions import ValidationError
 from memadmin.models import AuditEntry
 from records.models import MemoryRecord, Policy, PolicyVersion
 from records.policies import policy_for
+from records.selectors.apps import UnknownApp
 from records.staff import (
     StalePolicyError,
     change_policy,
+    create_policy,
     pin_record,
     set_importance,
     unpin_record,
@@ -128,6 +130,50 @@ def test_change_policy_refuses_a_value_of_the_wrong_type_or_size_at_its_field(
     assert message in " ".join(refused.value.message_dict[field])
     assert Policy.objects.get(app_name="app").version == 1
     assert not AuditEntry.objects.exists()
+
+
+def test_change_policy_refuses_an_app_memadmin_has_never_seen(staff):
+    policy_for("pharmacy")
+    with pytest.raises(UnknownApp, match=r"No app named 'pharmcy'.*known apps: pharmacy"):
+        change_policy(staff, "pharmcy", {"max_records": 300}, note="typo")
+    assert not Policy.objects.filter(app_name="pharmcy").exists()
+    assert not PolicyVersion.objects.filter(app_name="pharmcy").exists()
+    assert not AuditEntry.objects.exists()
+
+
+def test_change_policy_of_an_app_with_data_but_no_policy_yet_creates_it(staff):
+    make_record("travel", "alice")
+    policy = change_policy(staff, "travel", {"max_records": 300}, note="smaller")
+    assert (policy.version, policy.max_records) == (2, 300)
+    assert list(PolicyVersion.objects.filter(app_name="travel").values_list("version", flat=True))
+
+
+def test_create_policy_makes_the_first_version_with_the_defaults_and_audits_it(staff):
+    policy = create_policy(staff, "travel-concierge", reason="goes live on Monday")
+    assert (policy.version, policy.updated_by) == (1, staff)
+    assert policy.snapshot() == Policy(app_name="x").snapshot()  # the defaults
+    version = PolicyVersion.objects.get(app_name="travel-concierge")
+    assert (version.version, version.created_by, version.note) == (1, staff, "goes live on Monday")
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.app_name, entry.target, entry.reason) == (
+        "policy.create",
+        "travel-concierge",
+        "v1",
+        "goes live on Monday",
+    )
+    assert entry.after == {"version": 1, **policy.snapshot()}
+    # now it is known: its policy can change, and it cannot be created twice
+    assert change_policy(staff, "travel-concierge", {"max_records": 300}).version == 2
+    with pytest.raises(ValidationError, match="has a policy already"):
+        create_policy(staff, "travel-concierge")
+    assert AuditEntry.objects.count() == 2
+
+
+@pytest.mark.parametrize("name", ["", "   ", " padded", "a/b", "tab\there", "x" * 129, None])
+def test_create_policy_refuses_names_agents_could_not_use(staff, name):
+    with pytest.raises(ValidationError, match="An app name is 1 to 128 characters"):
+        create_policy(staff, name)
+    assert not Policy.objects.exists() and not AuditEntry.objects.exists()
 
 
 def test_change_policy_refuses_a_stale_review_and_bad_values(staff):

@@ -127,6 +127,7 @@ def test_runs_are_listed_with_progress_bars_and_poll_only_while_something_runs(l
     assert f'id="run-{done.pk}"' in content and "<progress" in content
     assert 'hx-trigger="every 2s"' not in content  # nothing is running: no polling
 
+    policy_for(APP)  # a run limited to an app needs an app memadmin knows
     running = runs.create_run(RunKind.SWEEP, dry_run=True, app_name=APP, enqueue=False)
     Run.objects.filter(pk=running.pk).update(status=RunStatus.RUNNING, total=4, done=1)
     response = client.get(SWEEPS, headers=HX)

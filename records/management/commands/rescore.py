@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from records import store
+from records.selectors.apps import check_known_app
 
 
 class Command(BaseCommand):
@@ -12,6 +13,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, app, user, **options):
         try:
+            store.check_scope(app, user if user is not None else "-")
+            check_known_app(app)
             changed = store.rescore(app, user)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from records import store
+from records.selectors.apps import UnknownApp, is_known_app
 from sweeper import runs
 from sweeper.models import PlanEntry, RunKind
 from sweeper.tasks import run_inline
@@ -26,6 +27,8 @@ class Command(BaseCommand):
             raise CommandError("--as-of previews the future; use it with --dry-run.")
         if user and not app:
             raise CommandError("--user needs --app.")
+        if app and not is_known_app(app):
+            raise CommandError(str(UnknownApp(app)))
         if user and not dry_run:
             try:
                 victims = store.enforce(app, user, timezone.now())

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from records.selectors.apps import UnknownApp
 from sweeper import plans, runs
 from sweeper.forms import LONGEST_PREVIEW
 from sweeper.models import PlanEntry, Run, RunKind
@@ -72,9 +73,12 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from exc
             run = runs.create_run(RunKind.APPLY, plan=plan, enqueue=background)
         else:
-            run = runs.create_run(
-                RunKind.SWEEP, as_of=as_of, app_name=app, dry_run=dry_run, enqueue=background
-            )
+            try:
+                run = runs.create_run(
+                    RunKind.SWEEP, as_of=as_of, app_name=app, dry_run=dry_run, enqueue=background
+                )
+            except UnknownApp as exc:
+                raise CommandError(str(exc)) from exc
         if background:
             self.stdout.write(f"Queued run #{run.id}.")
             return

@@ -1,0 +1,50 @@
+"""manage.py sweep / enforce: a run limited to an app memadmin never saw is refused."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from records.models import Policy, PolicyVersion
+from sweeper.models import Run
+from tests.records.rows import make_record
+
+pytestmark = pytest.mark.django_db
+
+
+def command(*args):
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("sweep", "--app", "pharmacy-typo"),
+        ("sweep", "--app", "pharmacy-typo", "--dry-run"),
+        ("enforce", "--app", "pharmacy-typo"),
+        ("enforce", "--app", "pharmacy-typo", "--dry-run"),
+        ("enforce", "--app", "pharmacy-typo", "--user", "alice"),
+        ("rescore", "--app", "pharmacy-typo"),
+    ],
+)
+def test_an_unknown_app_is_refused_with_the_known_ones_and_creates_nothing(args):
+    make_record("pharmacy", "alice")
+    with pytest.raises(CommandError) as refused:
+        command(*args)
+    message = str(refused.value)
+    assert "No app named 'pharmacy-typo'" in message and "known apps: pharmacy" in message
+    assert not Policy.objects.filter(app_name="pharmacy-typo").exists()
+    assert not PolicyVersion.objects.filter(app_name="pharmacy-typo").exists()
+    assert not Run.objects.exists()
+
+
+def test_a_known_app_and_every_app_still_run():
+    make_record("pharmacy", "alice")
+    assert "done" in command("enforce", "--app", "pharmacy")
+    assert "done" in command("sweep", "--dry-run")
+    assert "Evicted 0 record(s) of pharmacy/alice" in command(
+        "enforce", "--app", "pharmacy", "--user", "alice"
+    )
+    assert Run.objects.count() == 2
