@@ -23,7 +23,12 @@ from records.models import Policy
 from .forms import ErasureForm, PasswordCheckForm
 from .models import ErasureRequest as Request
 from .models import ErasureStatus
-from .reauth import mark_password_checked, max_age, password_recently_checked
+from .reauth import (
+    mark_password_checked,
+    max_age,
+    password_recently_checked,
+    reauth_password_is_right,
+)
 
 log = logging.getLogger("memadmin.authz")
 
@@ -78,7 +83,7 @@ def reauth(request):
         next_url = reverse("erasure:list")
     form = PasswordCheckForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        if request.user.check_password(form.cleaned_data["password"]):
+        if reauth_password_is_right(request, form.cleaned_data["password"]):
             mark_password_checked(request)
             return redirect(next_url)
         log.warning("erasure re-authentication failed user=%s", request.user.get_username())
