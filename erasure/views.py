@@ -128,7 +128,10 @@ def retry(request, pk: int):
 
 
 @role_required(COMPLIANCE)
+@require_POST
 def receipt(request, pk: int):
+    """Download a receipt. A POST (with CSRF), since each download is audited: a GET from
+    another site cannot add entries."""
     req = get_object_or_404(Request, pk=pk)
     if req.status != ErasureStatus.VERIFIED or not req.receipt:
         raise Http404("This request has no receipt: only verified erasures have one.")

@@ -148,9 +148,9 @@ def test_the_receipt_downloads_as_json_without_the_user_id(login):
     client = login("compliance", username="carol")
     populate("pharmacy", USER, "mk1x9q")
     open_req = submit("pharmacy", user="someone-else")
-    assert client.get(f"/erasure/{open_req.pk}/receipt.json").status_code == 404
+    assert client.post(f"/erasure/{open_req.pk}/receipt.json").status_code == 404
     req = erase("pharmacy")
-    response = client.get(f"/erasure/{req.pk}/receipt.json")
+    response = client.post(f"/erasure/{req.pk}/receipt.json")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
     assert (
@@ -163,6 +163,28 @@ def test_the_receipt_downloads_as_json_without_the_user_id(login):
     assert receipt["verification"]["passed"] is True
     assert {s["store"] for s in receipt["stores"]} >= {"records.MemoryRecord", "records.UserState"}
     assert req.audit.filter(action="receipt_downloaded", actor="carol").count() == 1
+
+
+def test_a_receipt_download_is_audited_only_from_a_post_with_the_csrf_token(make_user):
+    """A GET (a link or image on another site) writes nothing; the page's form POSTs."""
+    req = erase("pharmacy")
+    url = f"/erasure/{req.pk}/receipt.json"
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("carol", "compliance"))
+
+    assert client.get(url).status_code == 405
+    assert client.post(url).status_code == 403  # no CSRF token
+    assert not req.audit.filter(action="receipt_downloaded").exists()
+
+    page = client.get(f"/erasure/{req.pk}/")
+    html = page.content.decode()
+    assert f'method="post" action="{url}"' in html and "csrfmiddlewaretoken" in html
+    token = page.context["csrf_token"]
+    response = client.post(url, {"csrfmiddlewaretoken": str(token)})
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert req.audit.filter(action="receipt_downloaded", actor="carol").count() == 1
+    listed = client.get("/erasure/").content.decode()
+    assert f'method="post" action="{url}"' in listed
 
 
 def test_the_list_finds_requests_by_user_id_through_the_hash(login):
