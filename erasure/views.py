@@ -14,9 +14,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from memadmin.pseudonyms import subject_hash
 from memadmin.roles import COMPLIANCE, role_required
 from records import erasure
-from records.erasure_guard import subject_hash
 from records.inventory import SUBJECT_STORES
 from records.models import Policy
 
