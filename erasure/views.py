@@ -35,14 +35,26 @@ log = logging.getLogger("memadmin.authz")
 STORE_LABELS = [s.label for s in SUBJECT_STORES] + [erasure.REDIS_STORE]
 
 
+@never_cache
 @role_required(COMPLIANCE)
 def request_list(request):
-    find = request.GET.get("user", "")[:256]
+    """All requests; a POST finds one user's (by keyed hash: verified requests hold no id).
+
+    The id comes in a POST body, never the URL, which ends up in access logs.
+    """
+    find = request.POST.get("user", "")[:256] if request.method == "POST" else ""
     requests = Request.objects.all()
-    if find:  # by keyed hash: verified requests no longer hold the user id
+    if find:
         requests = requests.filter(subject_hash=subject_hash(find))
-    page = Paginator(requests, 50).get_page(request.GET.get("page"))
-    return render(request, "erasure/list.html", {"page": page, "find": find})
+    number = request.POST.get("page") if request.method == "POST" else request.GET.get("page")
+    context = {
+        "page": Paginator(requests, 50).get_page(number),
+        "find": find,
+        # An old link or bookmark: say why nothing was searched for it.
+        "ignored_query": "user" in request.GET,
+    }
+    template = "erasure/list.html#requests" if request.htmx else "erasure/list.html"
+    return render(request, template, context)
 
 
 @never_cache

@@ -191,9 +191,48 @@ def test_the_list_finds_requests_by_user_id_through_the_hash(login):
     client = login("compliance")
     req = erase("pharmacy")
     submit("pharmacy", user="someone-else")
-    found = client.get("/erasure/", {"user": USER})
+    found = client.post("/erasure/", {"user": USER})
     assert [r.pk for r in found.context["page"].object_list] == [req.pk]
+    assert 'value="' + USER + '"' in found.content.decode()  # the box keeps what was typed
     assert len(client.get("/erasure/").context["page"].object_list) == 2
+
+
+def test_the_user_id_is_never_searched_from_the_url(login):
+    """The id would be in access logs: a GET (an old link) searches nothing and says why."""
+    client = login("compliance")
+    erase("pharmacy")
+    submit("pharmacy", user="someone-else")
+    page = client.get("/erasure/", {"user": USER})
+    assert len(page.context["page"].object_list) == 2
+    assert "no longer searched from the address" in page.content.decode()
+    form = client.get("/erasure/").content.decode()
+    assert 'method="post" action="/erasure/"' in form and 'hx-post="/erasure/"' in form
+
+
+def test_the_lookup_needs_the_csrf_token_and_htmx_gets_the_table_only(make_user):
+    req = erase("pharmacy")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("carol", "compliance"))
+    assert client.post("/erasure/", {"user": USER}).status_code == 403
+    token = str(client.get("/erasure/").context["csrf_token"])
+    partial = client.post(
+        "/erasure/", {"user": USER}, headers={"HX-Request": "true", "X-CSRFToken": token}
+    )
+    html = partial.content.decode()
+    assert partial.status_code == 200 and "<html" not in html and 'id="requests"' in html
+    assert f"#{req.pk}" in html
+
+
+def test_the_pages_of_a_lookup_are_posts_too(login):
+    client = login("compliance")
+    for _ in range(51):
+        submit("pharmacy")
+        ErasureRequest.objects.filter(status="submitted").update(status="failed")
+    first = client.post("/erasure/", {"user": USER})
+    html = first.content.decode()
+    assert "?user=" not in html and 'name="page" value="2"' in html
+    second = client.post("/erasure/", {"user": USER, "page": "2"})
+    assert second.context["page"].number == 2 and len(second.context["page"].object_list) == 1
 
 
 def test_a_failed_request_can_be_retried_from_its_page(login):
