@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from axes.handlers.proxy import AxesProxyHandler
+from axes.helpers import get_client_ip_address
 from django.conf import settings
 from django.contrib.auth import authenticate
 
@@ -44,5 +45,7 @@ def reauth_password_is_right(request, password: str) -> bool:
     if user is None or user.pk != request.user.pk:
         return False
     if settings.AXES_RESET_ON_SUCCESS:
-        AxesProxyHandler.reset_attempts(username=username, ip_address=request.axes_ip_address)
+        AxesProxyHandler.reset_attempts(
+            username=username, ip_address=get_client_ip_address(request)
+        )
     return True
