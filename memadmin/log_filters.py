@@ -71,6 +71,10 @@ class AccessLogFilter(logging.Filter):
     """``django.server`` (``runserver`` in ``make run``): the same for each access line."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # Logging configured twice leaves two filters on the logger; pseudonymise once.
+        if getattr(record, "memadmin_pseudonymised", False):
+            return True
+        record.memadmin_pseudonymised = True
         if isinstance(record.args, tuple) and record.args and isinstance(record.args[0], str):
             method, space, rest = record.args[0].partition(" ")
             target, space2, version = rest.rpartition(" ")

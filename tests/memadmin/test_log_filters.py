@@ -116,6 +116,17 @@ def test_the_runserver_access_line_names_users_by_pseudonym(caplog):
     assert message.startswith('"GET ') and message.endswith('HTTP/1.1" 403 12')
 
 
+def test_an_access_line_filtered_twice_is_pseudonymised_once():
+    """A second logging setup (``django.setup()`` again) adds the filter a second time."""
+    from memadmin.log_filters import AccessLogFilter
+
+    line = "GET /users/pharmacy/bank-user-001/ HTTP/1.1"
+    record = logging.LogRecord("django.server", logging.INFO, "", 1, '"%s"', (line,), None)
+    AccessLogFilter().filter(record)
+    AccessLogFilter().filter(record)
+    assert record.getMessage() == f'"GET /users/pharmacy/{pseudonym("bank-user-001")}/ HTTP/1.1"'
+
+
 def test_with_debug_on_each_request_warning_reaches_one_handler(settings):
     """Django's own console handler prints with DEBUG on: ``make run`` showed every
     refusal twice. Now a request warning reaches the root's console handler only."""
