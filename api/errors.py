@@ -18,6 +18,8 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
+from memadmin.pseudonyms import pseudonymous_path
+
 log = logging.getLogger("memadmin.api")
 
 # Status and code of each ADK error; a client maps them back (memadmin_client.errors).
@@ -118,14 +120,14 @@ def install(api: NinjaAPI) -> None:
 
     def on_data_error(request, exc):
         # A value the database refused (the transaction rolled back: nothing written).
-        log.warning("database refused a value on %s: %s", request.path, exc)
+        log.warning("database refused a value on %s: %s", pseudonymous_path(request), exc)
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return error_response(
             api, request, 422, "invalid_input", f"The database refused a value: {first_line}"
         )
 
     def on_unexpected(request, exc):
-        log.exception("API error on %s %s", request.method, request.path)
+        log.exception("API error on %s %s", request.method, pseudonymous_path(request))
         return error_response(
             api, request, 500, "internal_error", "Internal error; it has been logged."
         )

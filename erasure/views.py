@@ -14,30 +14,47 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from memadmin.pseudonyms import subject_hash
 from memadmin.roles import COMPLIANCE, role_required
 from records import erasure
-from records.erasure_guard import subject_hash
 from records.inventory import SUBJECT_STORES
 from records.selectors.apps import known_apps
 
 from .forms import ErasureForm, PasswordCheckForm
 from .models import ErasureRequest as Request
 from .models import ErasureStatus
-from .reauth import mark_password_checked, max_age, password_recently_checked
+from .reauth import (
+    mark_password_checked,
+    max_age,
+    password_recently_checked,
+    reauth_password_is_right,
+)
 
 log = logging.getLogger("memadmin.authz")
 
 STORE_LABELS = [s.label for s in SUBJECT_STORES] + [erasure.REDIS_STORE]
 
 
+@never_cache
 @role_required(COMPLIANCE)
 def request_list(request):
-    find = request.GET.get("user", "")[:256]
+    """All requests; a POST finds one user's (by keyed hash: verified requests hold no id).
+
+    The id comes in a POST body, never the URL, which ends up in access logs.
+    """
+    find = request.POST.get("user", "")[:256] if request.method == "POST" else ""
     requests = Request.objects.all()
-    if find:  # by keyed hash: verified requests no longer hold the user id
+    if find:
         requests = requests.filter(subject_hash=subject_hash(find))
-    page = Paginator(requests, 50).get_page(request.GET.get("page"))
-    return render(request, "erasure/list.html", {"page": page, "find": find})
+    number = request.POST.get("page") if request.method == "POST" else request.GET.get("page")
+    context = {
+        "page": Paginator(requests, 50).get_page(number),
+        "find": find,
+        # An old link or bookmark: say why nothing was searched for it.
+        "ignored_query": "user" in request.GET,
+    }
+    template = "erasure/list.html#requests" if request.htmx else "erasure/list.html"
+    return render(request, template, context)
 
 
 @never_cache
@@ -77,7 +94,7 @@ def reauth(request):
         next_url = reverse("erasure:list")
     form = PasswordCheckForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        if request.user.check_password(form.cleaned_data["password"]):
+        if reauth_password_is_right(request, form.cleaned_data["password"]):
             mark_password_checked(request)
             return redirect(next_url)
         log.warning("erasure re-authentication failed user=%s", request.user.get_username())
@@ -122,7 +139,10 @@ def retry(request, pk: int):
 
 
 @role_required(COMPLIANCE)
+@require_POST
 def receipt(request, pk: int):
+    """Download a receipt. A POST (with CSRF), since each download is audited: a GET from
+    another site cannot add entries."""
     req = get_object_or_404(Request, pk=pk)
     if req.status != ErasureStatus.VERIFIED or not req.receipt:
         raise Http404("This request has no receipt: only verified erasures have one.")

@@ -10,12 +10,18 @@ from functools import wraps
 
 from django.core.exceptions import PermissionDenied
 
+from .pseudonyms import pseudonymous_path
+
 SUPPORT = "support"
 OPS = "ops"
 COMPLIANCE = "compliance"
 ROLES = (SUPPORT, OPS, COMPLIANCE)
 
 log = logging.getLogger("memadmin.authz")
+
+
+class RoleDenied(PermissionDenied):
+    """A 403 that ``check_role`` has logged already (Django's own log line is dropped)."""
 
 
 def user_roles(user) -> frozenset[str]:
@@ -36,16 +42,18 @@ def has_role(user, *roles: str) -> bool:
 
 
 def check_role(request, *roles: str) -> None:
-    """Raise PermissionDenied (HTTP 403) and log who tried what, without payloads."""
+    """Raise PermissionDenied (HTTP 403) and log who tried what in one line.
+
+    No payloads, and the path names memory users by pseudonym only."""
     if not has_role(request.user, *roles):
         log.warning(
             "denied user=%s path=%s method=%s needs=%s",
             getattr(request.user, "username", "anonymous") or "anonymous",
-            request.path,
+            pseudonymous_path(request),
             request.method,
             "|".join(roles),
         )
-        raise PermissionDenied(f"This action needs the {' or '.join(roles)} role.")
+        raise RoleDenied(f"This action needs the {' or '.join(roles)} role.")
 
 
 def role_required(*roles: str):

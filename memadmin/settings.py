@@ -363,11 +363,26 @@ MEMADMIN_API_MAX_BODY_BYTES = int(os.environ.get("MEMADMIN_API_MAX_BODY_BYTES", 
 # Django's own limit must not refuse first (with a less helpful 400).
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MEMADMIN_API_MAX_BODY_BYTES)
 
+# Every record reaches one handler (Django's own "django" console handler would print
+# each warning a second time with DEBUG on). The filters keep memory user ids out of the
+# request, security and runserver access lines and log a refused request in one line.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {
+        "request_privacy": {"()": "memadmin.log_filters.RequestLogFilter"},
+        "access_privacy": {"()": "memadmin.log_filters.AccessLogFilter"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO"},
+        "django.request": {"filters": ["request_privacy"]},
+        # Logger filters see only records logged on that very logger, hence each name.
+        "django.security.csrf": {"filters": ["request_privacy"]},
+        "django.security.DisallowedModelAdminLookup": {"filters": ["request_privacy"]},
+        "django.server": {"filters": ["access_privacy"], "propagate": True},
+        "django.db.backends": {"level": "WARNING"},
+    },
 }

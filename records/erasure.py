@@ -42,6 +42,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from memadmin import pseudonyms
 from memadmin.roles import COMPLIANCE, has_role
 
 from . import erasure_guard, touches
@@ -186,7 +187,7 @@ def submit(
         raise ErasureRefused(str(UnknownApp(app_name)))
     now = now or timezone.now()
     by_name = actor or (requested_by.get_username() if requested_by is not None else "unknown")
-    subject = erasure_guard.subject_hash(user_id)
+    subject = pseudonyms.subject_hash(user_id)
     try:
         with transaction.atomic():
             open_one = (
@@ -705,7 +706,7 @@ def build_receipt(req) -> dict:
             "scope": "one app" if req.app_name else "all apps",
             "app_name": req.app_name or None,
             "user_id_hmac_sha256": req.subject_hash,
-            "hmac_key_id": erasure_guard.hmac_key_id(),
+            "hmac_key_id": pseudonyms.hmac_key_id(),
             "note": "HMAC-SHA256 of the user id with a key derived from the server's "
             "SECRET_KEY: the server can check a given user id against it; the receipt "
             "alone does not reveal it.",

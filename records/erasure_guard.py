@@ -26,13 +26,13 @@ can come back at any time.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.conf import settings
 from django.db import connection
+
+from memadmin.pseudonyms import subject_hash
 
 log = logging.getLogger(__name__)
 
@@ -41,22 +41,6 @@ _SUBJECT_LOCK_NAMESPACE = b"memadmin:subject:"
 
 class ErasedSubjectError(RuntimeError):
     """An ingest that started before an erasure of its user; nothing was written."""
-
-
-def _hmac_key() -> bytes:
-    # Derived from SECRET_KEY with its own label, so it is unlike any other key we use;
-    # a new SECRET_KEY gives new hashes (old receipts then only match with the old key).
-    return hashlib.sha256(b"memadmin-erasure-subject:" + settings.SECRET_KEY.encode()).digest()
-
-
-def subject_hash(user_id: str) -> str:
-    """Keyed hash of a user id: names a subject without keeping the id."""
-    return hmac.new(_hmac_key(), user_id.encode("utf-8", "surrogatepass"), "sha256").hexdigest()
-
-
-def hmac_key_id() -> str:
-    """Names the key (not reversible), so a receipt says which key its hash needs."""
-    return hashlib.sha256(b"key-id:" + _hmac_key()).hexdigest()[:16]
 
 
 def subject_lock_key(user_id: str) -> int:

@@ -8,8 +8,8 @@ from django.db import connection
 from django.utils import timezone
 
 from erasure.models import ErasureAuditEntry, ErasureBarrier, ErasureRequest, ErasureStatus
+from memadmin.pseudonyms import subject_hash
 from records import erasure, sessions, touches
-from records.erasure_guard import subject_hash
 from records.inventory import SUBJECT_STORES, Subject
 from records.models import DailyCounter, EvictionEvent, MemoryRecord
 from records.policies import update_policy

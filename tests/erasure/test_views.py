@@ -165,9 +165,9 @@ def test_the_receipt_downloads_as_json_without_the_user_id(login):
     client = login("compliance", username="carol")
     populate("pharmacy", USER, "mk1x9q")
     open_req = submit("pharmacy", user="someone-else")
-    assert client.get(f"/erasure/{open_req.pk}/receipt.json").status_code == 404
+    assert client.post(f"/erasure/{open_req.pk}/receipt.json").status_code == 404
     req = erase("pharmacy")
-    response = client.get(f"/erasure/{req.pk}/receipt.json")
+    response = client.post(f"/erasure/{req.pk}/receipt.json")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
     assert (
@@ -182,13 +182,74 @@ def test_the_receipt_downloads_as_json_without_the_user_id(login):
     assert req.audit.filter(action="receipt_downloaded", actor="carol").count() == 1
 
 
+def test_a_receipt_download_is_audited_only_from_a_post_with_the_csrf_token(make_user):
+    """A GET (a link or image on another site) writes nothing; the page's form POSTs."""
+    req = erase("pharmacy")
+    url = f"/erasure/{req.pk}/receipt.json"
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("carol", "compliance"))
+
+    assert client.get(url).status_code == 405
+    assert client.post(url).status_code == 403  # no CSRF token
+    assert not req.audit.filter(action="receipt_downloaded").exists()
+
+    page = client.get(f"/erasure/{req.pk}/")
+    html = page.content.decode()
+    assert f'method="post" action="{url}"' in html and "csrfmiddlewaretoken" in html
+    token = page.context["csrf_token"]
+    response = client.post(url, {"csrfmiddlewaretoken": str(token)})
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert req.audit.filter(action="receipt_downloaded", actor="carol").count() == 1
+    listed = client.get("/erasure/").content.decode()
+    assert f'method="post" action="{url}"' in listed
+
+
 def test_the_list_finds_requests_by_user_id_through_the_hash(login):
     client = login("compliance")
     req = erase("pharmacy")
     submit("pharmacy", user="someone-else")
-    found = client.get("/erasure/", {"user": USER})
+    found = client.post("/erasure/", {"user": USER})
     assert [r.pk for r in found.context["page"].object_list] == [req.pk]
+    assert 'value="' + USER + '"' in found.content.decode()  # the box keeps what was typed
     assert len(client.get("/erasure/").context["page"].object_list) == 2
+
+
+def test_the_user_id_is_never_searched_from_the_url(login):
+    """The id would be in access logs: a GET (an old link) searches nothing and says why."""
+    client = login("compliance")
+    erase("pharmacy")
+    submit("pharmacy", user="someone-else")
+    page = client.get("/erasure/", {"user": USER})
+    assert len(page.context["page"].object_list) == 2
+    assert "no longer searched from the address" in page.content.decode()
+    form = client.get("/erasure/").content.decode()
+    assert 'method="post" action="/erasure/"' in form and 'hx-post="/erasure/"' in form
+
+
+def test_the_lookup_needs_the_csrf_token_and_htmx_gets_the_table_only(make_user):
+    req = erase("pharmacy")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("carol", "compliance"))
+    assert client.post("/erasure/", {"user": USER}).status_code == 403
+    token = str(client.get("/erasure/").context["csrf_token"])
+    partial = client.post(
+        "/erasure/", {"user": USER}, headers={"HX-Request": "true", "X-CSRFToken": token}
+    )
+    html = partial.content.decode()
+    assert partial.status_code == 200 and "<html" not in html and 'id="requests"' in html
+    assert f"#{req.pk}" in html
+
+
+def test_the_pages_of_a_lookup_are_posts_too(login):
+    client = login("compliance")
+    for _ in range(51):
+        submit("pharmacy")
+        ErasureRequest.objects.filter(status="submitted").update(status="failed")
+    first = client.post("/erasure/", {"user": USER})
+    html = first.content.decode()
+    assert "?user=" not in html and 'name="page" value="2"' in html
+    second = client.post("/erasure/", {"user": USER, "page": "2"})
+    assert second.context["page"].number == 2 and len(second.context["page"].object_list) == 1
 
 
 def test_a_failed_request_can_be_retried_from_its_page(login):

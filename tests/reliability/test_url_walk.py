@@ -180,8 +180,8 @@ def action_urls(w):
         "erasure:receipt": (
             reverse("erasure:receipt", args=[w["erasure"].pk]),
             {"compliance", "superuser"},
-            None,
-        ),  # a GET download
+            {},
+        ),  # a POST download: each one is audited
     }
 
 

@@ -1,0 +1,81 @@
+"""The erasure password check is throttled as a login is (issue 13, finding 8)."""
+
+import time
+
+import pytest
+from django.test import Client
+
+from erasure.reauth import SESSION_KEY
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "pw-Secret-123"
+REAUTH = "/erasure/confirm-password/"
+
+
+@pytest.fixture
+def carol(make_user):
+    return make_user("carol", "compliance", password=PASSWORD)
+
+
+def staff_client(user) -> Client:
+    """Logged in an hour ago: submitting an erasure needs a fresh password check."""
+    client = Client()
+    client.force_login(user)
+    session = client.session
+    session[SESSION_KEY] = time.time() - 3600
+    session.save()
+    return client
+
+
+def checked_recently(client) -> bool:
+    return time.time() - client.session[SESSION_KEY] < 60
+
+
+def check(client, password):
+    return client.post(REAUTH, {"password": password, "next": "/erasure/new/"})
+
+
+def test_after_the_failure_limit_even_the_right_password_is_refused(carol, settings):
+    client = staff_client(carol)
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert "not your password" in check(client, "nope").content.decode()
+    assert check(client, "nope").status_code == settings.AXES_HTTP_RESPONSE_CODE  # locked
+
+    refused = check(client, PASSWORD)
+    assert refused.status_code == settings.AXES_HTTP_RESPONSE_CODE
+    assert "locked" in refused.content.decode().lower()
+    assert not checked_recently(client)
+    # the same lockout a login sees: the right password does not log carol in either
+    login = Client().post("/login/", {"username": "carol", "password": PASSWORD})
+    assert login.status_code == settings.AXES_HTTP_RESPONSE_CODE
+    assert "_auth_user_id" not in login.wsgi_request.session
+
+
+def test_failed_logins_and_failed_checks_add_up(carol, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        failed = Client().post("/login/", {"username": "carol", "password": "nope"})
+        assert failed.status_code == 200
+    client = staff_client(carol)
+    assert check(client, "nope").status_code == settings.AXES_HTTP_RESPONSE_CODE
+    assert check(client, PASSWORD).status_code == settings.AXES_HTTP_RESPONSE_CODE
+    assert not checked_recently(client)
+
+
+def test_the_right_password_before_the_limit_resets_the_count(carol, settings):
+    client = staff_client(carol)
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        check(client, "nope")
+    right = check(client, PASSWORD)
+    assert right.status_code == 302 and right["Location"] == "/erasure/new/"
+    assert checked_recently(client)
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert check(client, "nope").status_code == 200  # counting from zero again
+
+
+def test_another_staff_members_lockout_does_not_lock_carol(carol, make_user, settings):
+    dave = staff_client(make_user("dave", "compliance", password=PASSWORD))
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        check(dave, "nope")
+    assert check(dave, PASSWORD).status_code == settings.AXES_HTTP_RESPONSE_CODE
+    assert check(staff_client(carol), PASSWORD).status_code == 302

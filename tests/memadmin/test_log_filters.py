@@ -1,0 +1,143 @@
+"""memadmin's logs name no memory user and log a refusal once (issue 13, finding 10)."""
+
+import logging
+
+import pytest
+from django.test import Client
+from django.urls import resolve, reverse
+
+from memadmin.pseudonyms import pseudonym, pseudonymous_path, subject_hash
+
+pytestmark = pytest.mark.django_db
+
+# A "/" and non-ASCII too: the whole id must go, however Django escapes it.
+USERS = ["bank-user-001", "bänk/user 001"]
+
+
+def request_lines(caplog) -> list[logging.LogRecord]:
+    """What memadmin itself logged about requests (django-axes' own lines aside)."""
+    return [r for r in caplog.records if not r.name.startswith("axes")]
+
+
+def rendered(caplog) -> str:
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(name)s %(message)s"))
+    return "\n".join(handler.format(r) for r in request_lines(caplog))
+
+
+def test_the_pseudonym_is_the_start_of_the_receipts_keyed_hash():
+    assert pseudonym("bank-user-001") == "hmac:" + subject_hash("bank-user-001")[:16]
+    assert pseudonym("bank-user-001") != pseudonym("bank-user-002")
+
+
+@pytest.mark.parametrize("user", ["bank-user-001", "bänk user 001"])
+def test_api_paths_name_the_user_by_pseudonym(rf, user):
+    """The API's error lines use the same function."""
+    request = rf.get(f"/api/v1/apps/pharmacy/users/{user}/sessions")
+    request.resolver_match = resolve(request.path_info)
+    expected = f"/api/v1/apps/pharmacy/users/{pseudonym(user)}/sessions"
+    assert pseudonymous_path(request) == expected
+    unrelated = rf.get("/erasure/3/")
+    unrelated.resolver_match = resolve(unrelated.path_info)
+    assert pseudonymous_path(unrelated) == "/erasure/3/"
+
+
+def test_a_path_no_route_took_apart_loses_all_after_users(rf):
+    """A 404, or an id with "/" the API cannot route: which part is the id is unknown."""
+    for tail in ("bank-user-001/nothing-here", "bänk/user 001/sessions"):
+        request = rf.get(f"/api/v1/apps/pharmacy/users/{tail}")
+        request.resolver_match = resolve(request.path_info)  # the API's catch-all
+        assert pseudonymous_path(request) == "/api/v1/apps/pharmacy/users/..."
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_refused_page_is_one_line_naming_the_user_by_pseudonym(login, caplog, user):
+    client = login("support")
+    url = reverse("records:preview", args=["pharmacy", user])  # ops only
+    with caplog.at_level("INFO"):
+        assert client.get(url).status_code == 403
+    [line] = request_lines(caplog)
+    assert line.name == "memadmin.authz" and line.exc_info is None
+    text = rendered(caplog)
+    assert "\n" not in text and "Traceback" not in text
+    assert f"path=/users/pharmacy/{pseudonym(user)}/preview/" in text
+    for part in user.split("/"):
+        assert part not in text
+
+
+def test_every_refusal_is_logged_once_and_in_one_line(login, caplog):
+    client = login("support")
+    pages = ["/erasure/", "/api-keys/", reverse("records:preview", args=["app", "u-1"])]
+    with caplog.at_level("INFO"):
+        for url in pages:
+            assert client.get(url).status_code == 403
+    lines = request_lines(caplog)
+    assert len(lines) == len(pages)
+    assert all(r.exc_info is None and "\n" not in r.getMessage() for r in lines)
+
+
+def test_a_csrf_refusal_names_the_user_by_pseudonym(make_user, caplog):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("sam", "support"))
+    url = reverse("records:pin", args=["pharmacy", "bank-user-001", 1])
+    with caplog.at_level("INFO"):
+        assert client.post(url).status_code == 403
+    [line] = request_lines(caplog)
+    assert line.name == "django.security.csrf"
+    assert pseudonym("bank-user-001") in line.getMessage()
+    assert "bank-user-001" not in rendered(caplog)
+
+
+def test_other_request_lines_name_the_user_by_pseudonym(login, caplog):
+    client = login("support")
+    url = reverse("records:pin", args=["pharmacy", "bank-user-001", 999_999])
+    with caplog.at_level("INFO"):
+        assert client.post(url).status_code == 404
+    assert "bank-user-001" not in rendered(caplog)
+    assert pseudonym("bank-user-001") in rendered(caplog)
+
+
+def test_an_erasure_lookup_leaves_no_id_in_the_request_line(login, caplog):
+    client = login("compliance")
+    with caplog.at_level("INFO"):
+        assert client.post("/erasure/", {"user": "bank-user-001"}).status_code == 200
+    assert "bank-user-001" not in rendered(caplog)
+
+
+def test_the_runserver_access_line_names_users_by_pseudonym(caplog):
+    """``make run`` serves with runserver: its access log goes through the same config."""
+    line = "GET /users/pharmacy/b%C3%A4nk/user%20001/?q=bank-us&page=2 HTTP/1.1"
+    with caplog.at_level("INFO", logger="django.server"):
+        logging.getLogger("django.server").warning('"%s" %s %s', line, "403", "12")
+    message = caplog.records[-1].getMessage()
+    assert "bänk" not in message and "b%C3%A4nk" not in message and "bank-us" not in message
+    assert f"/users/pharmacy/{pseudonym('bänk/user 001')}/" in message
+    assert f"q={pseudonym('bank-us')}" in message and "page=2" in message
+    assert message.startswith('"GET ') and message.endswith('HTTP/1.1" 403 12')
+
+
+def test_an_access_line_filtered_twice_is_pseudonymised_once():
+    """A second logging setup (``django.setup()`` again) adds the filter a second time."""
+    from memadmin.log_filters import AccessLogFilter
+
+    line = "GET /users/pharmacy/bank-user-001/ HTTP/1.1"
+    record = logging.LogRecord("django.server", logging.INFO, "", 1, '"%s"', (line,), None)
+    AccessLogFilter().filter(record)
+    AccessLogFilter().filter(record)
+    assert record.getMessage() == f'"GET /users/pharmacy/{pseudonym("bank-user-001")}/ HTTP/1.1"'
+
+
+def test_with_debug_on_each_request_warning_reaches_one_handler(settings):
+    """Django's own console handler prints with DEBUG on: ``make run`` showed every
+    refusal twice. Now a request warning reaches the root's console handler only."""
+    settings.DEBUG = True
+    record = logging.LogRecord("django.request", logging.WARNING, __file__, 1, "x", (), None)
+    handlers, logger = [], logging.getLogger("django.request")
+    while logger is not None:
+        handlers += [
+            h
+            for h in logger.handlers
+            if not type(h).__module__.startswith("_pytest") and h.filter(record)
+        ]
+        logger = logger.parent if logger.propagate else None
+    assert len(handlers) == 1
