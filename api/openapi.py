@@ -123,17 +123,17 @@ def _artifacts_hold_something(schemas: dict[str, Any]) -> None:
 
 
 def _timestamps(schemas: dict[str, Any], now: float) -> None:
-    # records.timestamps: from 2000-01-01 to a day ahead of the server's clock. The upper
-    # bound moves with the clock; this document states it as of when it was generated
-    # (later, the server accepts more, never less).
+    # records.timestamps: from 2000-01-01 to the end of tomorrow (UTC) by the server's
+    # clock. The upper bound moves once a day; the document states it as of the day it
+    # was generated (a later day accepts more, never less).
     event = schemas.get("EventIn", {}).get("properties", {}).get("timestamp")
     if event is not None:
         event.update(
             minimum=EARLIEST_SECONDS,
             maximum=latest_allowed(now),
-            description="Seconds since the epoch, from 2000-01-01 to at most a day ahead "
-            "of the server's clock (the maximum here is that bound when this document was "
-            "generated). Defaults to the server's time.",
+            description="Seconds since the epoch, from 2000-01-01 to the end of tomorrow "
+            "(UTC) by the server's clock: the maximum here is that bound on the day this "
+            "document was generated. Defaults to the server's time.",
         )
         event[CHECKED_BY_SERVICE] = ["minimum", "maximum"]
 

@@ -2,11 +2,12 @@
 
 ADK stamps events with float seconds since the epoch, and a session's last event
 decides when it is idle. So a stamp must be a real moment: from 2000-01-01 (nothing
-older is an agent's turn) to at most a day ahead of our own clock. A far-future stamp
-would keep its session "active" until then, never retired; the day of slack covers
-clocks that are off by hours (a wrong time zone), while costing at most a day's delay
-in retiring a session (the shortest idle threshold is a day). Milliseconds, the usual
-mistake, are recognised and named in the message.
+older is an agent's turn) to the end of tomorrow (UTC) by our own clock, at least a
+day ahead. A far-future stamp would keep its session "active" until then, never
+retired; the slack covers clocks that are off by hours (a wrong time zone) while
+delaying a session's retirement by two days at most. The bound moves once a day, not
+every second, so the API document, generated at any moment of a day, states it
+exactly. Milliseconds, the usual mistake, are recognised and named in the message.
 
 Values stored before this rule (or written around it) are still shown: ``readable``
 never raises, and such sessions count as idle (see ``is_idle_stamp``).
@@ -15,12 +16,10 @@ never raises, and such sessions count as idle (see ``is_idle_stamp``).
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 EARLIEST_SECONDS = EARLIEST.timestamp()
-MAX_AHEAD = timedelta(days=1)
-MAX_AHEAD_SECONDS = MAX_AHEAD.total_seconds()
 
 # Units people send instead of seconds, by how many of them make a second; a value is
 # taken for one of them when it is a moment of this century in that unit.
@@ -33,7 +32,9 @@ class TimestampError(ValueError):
 
 
 def latest_allowed(now: float) -> float:
-    return now + MAX_AHEAD_SECONDS
+    """The end of tomorrow, UTC (midnight after it), as of ``now``."""
+    today = datetime.fromtimestamp(now, UTC).date()
+    return datetime.combine(today + timedelta(days=2), time(), UTC).timestamp()
 
 
 def in_range(value: float, now: float) -> bool:
@@ -44,8 +45,8 @@ def allowed_range(now: float) -> str:
     latest = readable(latest_allowed(now))
     return (
         f"seconds since the epoch from {EARLIEST_SECONDS:.0f} ({EARLIEST:%Y-%m-%d}) to "
-        f"{latest_allowed(now):.0f} ({latest:%Y-%m-%d %H:%M} UTC, a day ahead of the "
-        "server's clock)"
+        f"{latest_allowed(now):.0f} ({latest:%Y-%m-%d %H:%M} UTC, the end of tomorrow by "
+        "the clock)"
     )
 
 

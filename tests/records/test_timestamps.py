@@ -7,17 +7,30 @@ import pytest
 
 from records.timestamps import (
     EARLIEST_SECONDS,
-    MAX_AHEAD_SECONDS,
     TimestampError,
     check_timestamp,
     is_idle_stamp,
+    latest_allowed,
     readable,
 )
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC).timestamp()
+LATEST = datetime(2026, 12, 3, tzinfo=UTC).timestamp()  # the end of tomorrow
 
 
-@pytest.mark.parametrize("value", [EARLIEST_SECONDS, NOW, NOW + MAX_AHEAD_SECONDS, 1_700_000_000])
+@pytest.mark.parametrize(
+    "now",
+    [
+        datetime(2026, 12, 1, tzinfo=UTC),
+        datetime(2026, 12, 1, 12, tzinfo=UTC),
+        datetime(2026, 12, 1, 23, 59, 59, 999999, tzinfo=UTC),
+    ],
+)
+def test_the_latest_stamp_is_the_end_of_tomorrow_utc_all_day(now):
+    assert latest_allowed(now.timestamp()) == LATEST
+
+
+@pytest.mark.parametrize("value", [EARLIEST_SECONDS, NOW, LATEST, 1_700_000_000])
 def test_real_moments_are_accepted(value):
     assert check_timestamp("t", value, NOW) == float(value)
 
@@ -36,19 +49,19 @@ def test_a_stamp_in_a_smaller_unit_is_named_with_the_seconds_to_send(value, unit
         check_timestamp("event timestamp", value, NOW)
     message = str(refused.value)
     assert f"send seconds ({seconds})" in message
-    assert "2000-01-01" in message and "a day ahead" in message
+    assert "2000-01-01" in message and "2026-12-03 00:00 UTC, the end of tomorrow" in message
 
 
 @pytest.mark.parametrize(
     "value",
-    [1e308, 253402300800, -62135596801, 0, EARLIEST_SECONDS - 1, NOW + MAX_AHEAD_SECONDS + 1],
+    [1e308, 253402300800, -62135596801, 0, EARLIEST_SECONDS - 1, LATEST + 1],
 )
 def test_out_of_range_stamps_are_refused_naming_the_range(value):
     with pytest.raises(TimestampError) as refused:
         check_timestamp("event timestamp", value, NOW)
     message = str(refused.value)
     assert "out of range" in message and "milliseconds" not in message
-    assert f"from {EARLIEST_SECONDS:.0f} (2000-01-01) to {NOW + MAX_AHEAD_SECONDS:.0f}" in message
+    assert f"from {EARLIEST_SECONDS:.0f} (2000-01-01) to {LATEST:.0f}" in message
 
 
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, "1700000000", None, True])
@@ -84,8 +97,8 @@ def test_readable_never_raises(value, expected):
     [
         (NOW - 10 * 86400, True),  # before the cutoff
         (NOW - 86400, False),
-        (NOW + MAX_AHEAD_SECONDS, False),  # ahead, but as far as anything accepted
-        (NOW + MAX_AHEAD_SECONDS + 1, True),  # no clock reaches it: never idle by itself
+        (LATEST, False),  # ahead, but as far as anything accepted
+        (LATEST + 1, True),  # no clock reaches it: never idle by itself
         (1796266895557, True),
         (math.inf, True),
         (math.nan, True),
