@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from .models import POLICY_FIELDS, Policy, PolicyVersion
+from .policy import limit_problems
 
 
 def policy_for(app_name: str) -> Policy:
@@ -50,9 +52,10 @@ def update_policy(app_name: str, changes: dict, *, by=None, note: str = "") -> P
     """
     unknown = set(changes) - set(POLICY_FIELDS)
     if unknown:
-        from django.core.exceptions import ValidationError
-
         raise ValidationError(f"Unknown policy field(s): {', '.join(sorted(unknown))}.")
+    too_large = limit_problems(changes)
+    if too_large:  # the forms' sentences, before the database's integer range speaks
+        raise ValidationError({field: [problem] for field, problem in too_large.items()})
     policy_for(app_name)
     with transaction.atomic():
         policy = Policy.objects.select_for_update().get(app_name=app_name)
