@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-# The names above are read without Django (bench.quality.tables); the functions below
+from records.policy import CENTURY_DAYS, LIMITS  # pure: no Django
+
+# The names below are read without Django (bench.quality.tables); the functions below
 # import the product where they run.
 
 DEFAULT = "default"
@@ -35,9 +37,9 @@ KEEP_ALL = "keep-all"
 BASELINES = ("fifo", "lru", "lfu", "random")
 POLICIES = (DEFAULT, ARTICLE, *BASELINES)
 
-# Out of reach: PositiveIntegerField holds up to 2**31 - 1; 100 years of TTL.
-UNBOUNDED = 2_000_000_000
-NO_TTL_DAYS = 36_500
+# Out of reach: the largest count and TTL a policy accepts.
+UNBOUNDED = int(LIMITS["max_records"][0])
+NO_TTL_DAYS = CENTURY_DAYS
 
 ARTICLE_VALUES = {
     "w_recency": 0.4,
