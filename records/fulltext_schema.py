@@ -1,10 +1,20 @@
 """Full-text search structures, which differ by database vendor.
 
-PostgreSQL: a stored generated tsvector column and a GIN index over (app, user,
-vector) via btree_gin, so one index scan finds one user's matching records. Where the
-btree_gin extension cannot be created, a plain GIN index on the vector is used.
+Both index ``search_tokens`` (``records.search_text.index_tokens`` of the content,
+computed in Python at ingest), taking its space-separated tokens verbatim: neither
+database stems, drops or splits anything, so both find the same candidates.
 
-SQLite: an external-content FTS5 table kept in step with the records by triggers.
+PostgreSQL: a stored generated tsvector column (``array_to_tsvector`` over the tokens,
+no parser) and a GIN index over (app, user, vector) via btree_gin, so one index scan
+finds one user's matching records. Where the btree_gin extension cannot be created, a
+plain GIN index on the vector is used.
+
+SQLite: an external-content FTS5 table over ``search_tokens`` kept in step with the
+records by triggers; its ``ascii`` tokenizer splits on spaces only (non-ASCII
+characters and the layer marks are token characters).
+
+``operation()`` is the first version (migration 0002: the content, English
+configuration / porter); ``tokens_operation()`` replaces it (migration 0006).
 """
 
 from django.db import migrations
@@ -42,15 +52,41 @@ SQLITE_BACKWARD = [
 ]
 
 
+PG_TOKENS_FORWARD = [
+    *PG_BACKWARD,
+    f"""ALTER TABLE {TABLE} ADD COLUMN search_vector tsvector GENERATED ALWAYS AS
+        (array_to_tsvector(string_to_array(search_tokens, ' '))) STORED""",
+]
+PG_TOKENS_BACKWARD = [*PG_BACKWARD, *PG_FORWARD]
+
+SQLITE_TOKENS_FORWARD = [
+    *SQLITE_BACKWARD,
+    f"""CREATE VIRTUAL TABLE {FTS} USING fts5(
+        search_tokens, content='{TABLE}', content_rowid='id',
+        tokenize="ascii tokenchars '~^'")""",
+    f"""CREATE TRIGGER {FTS}_ai AFTER INSERT ON {TABLE} BEGIN
+        INSERT INTO {FTS}(rowid, search_tokens) VALUES (new.id, new.search_tokens); END""",
+    f"""CREATE TRIGGER {FTS}_ad AFTER DELETE ON {TABLE} BEGIN
+        INSERT INTO {FTS}({FTS}, rowid, search_tokens)
+        VALUES ('delete', old.id, old.search_tokens); END""",
+    f"""CREATE TRIGGER {FTS}_au AFTER UPDATE OF search_tokens ON {TABLE} BEGIN
+        INSERT INTO {FTS}({FTS}, rowid, search_tokens)
+        VALUES ('delete', old.id, old.search_tokens);
+        INSERT INTO {FTS}(rowid, search_tokens) VALUES (new.id, new.search_tokens); END""",
+    f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')",
+]
+SQLITE_TOKENS_BACKWARD = [*SQLITE_BACKWARD, *SQLITE_FORWARD]
+
+
 def _run(schema_editor, statements):
     for sql in statements:
         schema_editor.execute(sql)
 
 
-def forward(apps, schema_editor):
+def forward(apps, schema_editor, pg=PG_FORWARD, sqlite=SQLITE_FORWARD):
     vendor = schema_editor.connection.vendor
     if vendor == "postgresql":
-        _run(schema_editor, PG_FORWARD)
+        _run(schema_editor, pg)
         try:
             with schema_editor.connection.cursor() as cursor:
                 cursor.execute("SAVEPOINT memadmin_btree_gin")
@@ -64,7 +100,7 @@ def forward(apps, schema_editor):
             index = f"CREATE INDEX record_search ON {TABLE} USING gin (search_vector)"
         schema_editor.execute(index)
     elif vendor == "sqlite":
-        _run(schema_editor, SQLITE_FORWARD)
+        _run(schema_editor, sqlite)
     else:
         raise RuntimeError(f"memadmin supports PostgreSQL and SQLite, not {vendor}")
 
@@ -76,3 +112,16 @@ def backward(apps, schema_editor):
 
 def operation():
     return migrations.RunPython(forward, backward, elidable=False)
+
+
+def tokens_forward(apps, schema_editor):
+    forward(apps, schema_editor, PG_TOKENS_FORWARD, SQLITE_TOKENS_FORWARD)
+
+
+def tokens_backward(apps, schema_editor):
+    forward(apps, schema_editor, PG_TOKENS_BACKWARD, SQLITE_TOKENS_BACKWARD)
+
+
+def tokens_operation():
+    """Index ``search_tokens`` instead of the content (run after the column is filled)."""
+    return migrations.RunPython(tokens_forward, tokens_backward, elidable=False)
