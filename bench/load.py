@@ -46,7 +46,7 @@ def _corpus_rows(seed: int, size: int) -> tuple[list, ...]:
         category.append(d.category)
         rule.append(d.rule)
         tokens.append(count_tokens(text))
-        search_tokens.append(index_tokens(text))
+        search_tokens.append(index_tokens(text, "user"))  # the author the insert writes
     return contents, importance, pinned, category, rule, tokens, search_tokens
 
 

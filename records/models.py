@@ -162,7 +162,7 @@ class MemoryRecordManager(models.Manager):
     def bulk_create(self, objs, *args, **kwargs):
         objs = list(objs)
         for record in objs:
-            record.search_tokens = index_tokens(record.content)
+            record.search_tokens = index_tokens(record.content, record.author)
         return super().bulk_create(objs, *args, **kwargs)
 
 
@@ -170,7 +170,7 @@ class MemoryRecord(models.Model):
     """One long-term memory with the metadata eviction needs and its provenance.
 
     ``search_tokens`` is what search indexes (``records.search_text.index_tokens`` of the
-    content), set on every save and bulk create, so the two can never disagree.
+    content and author), set on every save and bulk create, so the two can never disagree.
     """
 
     app_name = models.CharField(max_length=APP_NAME_MAX)
@@ -229,8 +229,8 @@ class MemoryRecord(models.Model):
 
     def save(self, *args, **kwargs):
         fields = kwargs.get("update_fields")
-        if fields is None or "content" in fields:
-            self.search_tokens = index_tokens(self.content)
+        if fields is None or {"content", "author"} & set(fields):
+            self.search_tokens = index_tokens(self.content, self.author)
             if fields is not None:
                 kwargs["update_fields"] = {*fields, "search_tokens"}
         super().save(*args, **kwargs)

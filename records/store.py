@@ -640,10 +640,11 @@ def _candidates_sqlite(app_name, user_id, terms, now) -> list[tuple]:
             SELECT r.id, r.search_tokens, r.tokens,
                    COALESCE(r.entry_timestamp, r.created_at), r.pinned OR r.created_at >= %s,
                    s.records, CAST(s.tokens AS REAL) / NULLIF(s.records, 0)
-            FROM {fts} JOIN {table} AS r ON r.id = {fts}.rowid
+            FROM {table} AS r
             LEFT JOIN {UserMemoryStats._meta.db_table} AS s
               ON s.app_name = %s AND s.user_id = %s
-            WHERE {fts} MATCH %s AND r.app_name = %s AND r.user_id = %s
+            WHERE r.id IN (SELECT rowid FROM {fts} WHERE {fts} MATCH %s)
+              AND r.app_name = %s AND r.user_id = %s
             """,  # noqa: S608 - table names are the models'; values are parameters
             [
                 connection.ops.adapt_datetimefield_value(cutoff),
