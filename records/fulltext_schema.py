@@ -31,19 +31,25 @@ PG_BACKWARD = [
     f"ALTER TABLE {TABLE} DROP COLUMN IF EXISTS search_vector",
 ]
 
-SQLITE_FORWARD = [
-    f"""CREATE VIRTUAL TABLE {FTS} USING fts5(
-        content, content='{TABLE}', content_rowid='id',
-        tokenize='porter unicode61 remove_diacritics 2')""",
-    f"""CREATE TRIGGER {FTS}_ai AFTER INSERT ON {TABLE} BEGIN
-        INSERT INTO {FTS}(rowid, content) VALUES (new.id, new.content); END""",
-    f"""CREATE TRIGGER {FTS}_ad AFTER DELETE ON {TABLE} BEGIN
-        INSERT INTO {FTS}({FTS}, rowid, content) VALUES ('delete', old.id, old.content); END""",
-    f"""CREATE TRIGGER {FTS}_au AFTER UPDATE OF content ON {TABLE} BEGIN
-        INSERT INTO {FTS}({FTS}, rowid, content) VALUES ('delete', old.id, old.content);
-        INSERT INTO {FTS}(rowid, content) VALUES (new.id, new.content); END""",
-    f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')",
-]
+
+def _sqlite_fts(column: str, tokenize: str) -> list[str]:
+    """An external-content FTS5 table over ``column`` and the triggers that keep it."""
+    return [
+        f"""CREATE VIRTUAL TABLE {FTS} USING fts5(
+            {column}, content='{TABLE}', content_rowid='id', tokenize={tokenize})""",
+        f"""CREATE TRIGGER {FTS}_ai AFTER INSERT ON {TABLE} BEGIN
+            INSERT INTO {FTS}(rowid, {column}) VALUES (new.id, new.{column}); END""",
+        f"""CREATE TRIGGER {FTS}_ad AFTER DELETE ON {TABLE} BEGIN
+            INSERT INTO {FTS}({FTS}, rowid, {column})
+            VALUES ('delete', old.id, old.{column}); END""",
+        f"""CREATE TRIGGER {FTS}_au AFTER UPDATE OF {column} ON {TABLE} BEGIN
+            INSERT INTO {FTS}({FTS}, rowid, {column}) VALUES ('delete', old.id, old.{column});
+            INSERT INTO {FTS}(rowid, {column}) VALUES (new.id, new.{column}); END""",
+        f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')",
+    ]
+
+
+SQLITE_FORWARD = _sqlite_fts("content", "'porter unicode61 remove_diacritics 2'")
 SQLITE_BACKWARD = [
     f"DROP TRIGGER IF EXISTS {FTS}_ai",
     f"DROP TRIGGER IF EXISTS {FTS}_ad",
@@ -61,19 +67,9 @@ PG_TOKENS_BACKWARD = [*PG_BACKWARD, *PG_FORWARD]
 
 SQLITE_TOKENS_FORWARD = [
     *SQLITE_BACKWARD,
-    f"""CREATE VIRTUAL TABLE {FTS} USING fts5(
-        search_tokens, content='{TABLE}', content_rowid='id',
-        tokenize="ascii tokenchars '~^'")""",
-    f"""CREATE TRIGGER {FTS}_ai AFTER INSERT ON {TABLE} BEGIN
-        INSERT INTO {FTS}(rowid, search_tokens) VALUES (new.id, new.search_tokens); END""",
-    f"""CREATE TRIGGER {FTS}_ad AFTER DELETE ON {TABLE} BEGIN
-        INSERT INTO {FTS}({FTS}, rowid, search_tokens)
-        VALUES ('delete', old.id, old.search_tokens); END""",
-    f"""CREATE TRIGGER {FTS}_au AFTER UPDATE OF search_tokens ON {TABLE} BEGIN
-        INSERT INTO {FTS}({FTS}, rowid, search_tokens)
-        VALUES ('delete', old.id, old.search_tokens);
-        INSERT INTO {FTS}(rowid, search_tokens) VALUES (new.id, new.search_tokens); END""",
-    f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')",
+    # "ascii": split on spaces (and other ASCII punctuation, which tokens never hold);
+    # non-ASCII characters and the layer marks are token characters.
+    *_sqlite_fts("search_tokens", "\"ascii tokenchars '~^'\""),
 ]
 SQLITE_TOKENS_BACKWARD = [*SQLITE_BACKWARD, *SQLITE_FORWARD]
 
