@@ -554,16 +554,35 @@ def search(
         search_text.Candidate(r[0], search_text.term_counts(r[1], terms), r[2], r[3], r[4])
         for r in rows
     ]
-    return _records_by_id(search_text.rank(terms, candidates, scope, limit))
+    ids = search_text.rank(terms, candidates, scope, limit)
+    if connection.vendor == "postgresql":
+        by_id = {r[0]: r for r in rows}
+        return [_record_from_row(by_id[i][7:]) for i in ids]
+    by_id = MemoryRecord.objects.in_bulk(ids)
+    return [by_id[i] for i in ids if i in by_id]
+
+
+_RECORD_FIELDS = MemoryRecord._meta.concrete_fields
+_DATETIME_FIELDS = {
+    i for i, f in enumerate(_RECORD_FIELDS) if f.get_internal_type() == "DateTimeField"
+}
+_RECORD_CONVERTERS = [(i, f) for i, f in enumerate(_RECORD_FIELDS) if hasattr(f, "from_db_value")]
 
 
 def _candidates_postgres(app_name, user_id, terms, now) -> list[tuple]:
-    """(id, search tokens, length, written_at, live, user's records, their mean length).
+    """(id, search tokens, length, written_at, live, user's records, their mean length,
+    then every column of the record).
 
-    One statement: the app's TTL (the model's default when the app has no policy row
-    yet) and the user's totals (UserMemoryStats) are read in it.
+    One statement, one round trip (search is on every turn): the app's TTL (the model's
+    default when the app has no policy row yet) and the user's totals (UserMemoryStats)
+    are read in it. Datetime columns come as text: parsing them for every candidate
+    cost more than the rest; only the records returned are parsed (``_record_from_row``).
     """
     table = MemoryRecord._meta.db_table
+    columns = ", ".join(
+        f"r.{f.column}::text" if i in _DATETIME_FIELDS else f"r.{f.column}"
+        for i, f in enumerate(_RECORD_FIELDS)
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -573,7 +592,8 @@ def _candidates_postgres(app_name, user_id, terms, now) -> list[tuple]:
                    r.pinned OR r.created_at >= %s - make_interval(days => COALESCE(
                        (SELECT ttl_days FROM {Policy._meta.db_table} WHERE app_name = %s),
                        %s)),
-                   s.records, s.tokens::float8 / NULLIF(s.records, 0)
+                   s.records, s.tokens::float8 / NULLIF(s.records, 0),
+                   {columns}
             FROM {table} AS r
             LEFT JOIN {UserMemoryStats._meta.db_table} AS s
               ON s.app_name = %s AND s.user_id = %s
@@ -593,34 +613,15 @@ def _candidates_postgres(app_name, user_id, terms, now) -> list[tuple]:
         return cursor.fetchall()
 
 
-_RECORD_FIELDS = MemoryRecord._meta.concrete_fields
-_RECORD_CONVERTERS = [(i, f) for i, f in enumerate(_RECORD_FIELDS) if hasattr(f, "from_db_value")]
-
-
-def _records_by_id(ids: list[int]) -> list[MemoryRecord]:
-    """The records ``ids``, in that order (the few that search returns)."""
-    if not ids:
-        return []
-    if connection.vendor != "postgresql":
-        by_id = MemoryRecord.objects.in_bulk(ids)
-        return [by_id[i] for i in ids if i in by_id]
-    # Search is on every turn: a plain statement skips compiling a queryset.
-    columns = ", ".join(f.column for f in _RECORD_FIELDS)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns} FROM {MemoryRecord._meta.db_table} WHERE id = ANY(%s)",  # noqa: S608
-            [ids],
-        )
-        by_id = {row[0]: row for row in cursor.fetchall()}
-    names = [f.attname for f in _RECORD_FIELDS]
-    records = []
-    for i in ids:
-        if i in by_id:
-            values = list(by_id[i])
-            for at, model_field in _RECORD_CONVERTERS:
-                values[at] = model_field.from_db_value(values[at], None, connection)
-            records.append(MemoryRecord.from_db(connection.alias, names, values))
-    return records
+def _record_from_row(values: tuple) -> MemoryRecord:
+    """A record from its columns as ``_candidates_postgres`` selects them."""
+    values = list(values)
+    for i in _DATETIME_FIELDS:
+        if values[i] is not None:
+            values[i] = datetime.fromisoformat(values[i]).astimezone(UTC)
+    for i, model_field in _RECORD_CONVERTERS:
+        values[i] = model_field.from_db_value(values[i], None, connection)
+    return MemoryRecord.from_db(connection.alias, [f.attname for f in _RECORD_FIELDS], values)
 
 
 def _tsquery_lexeme(token: str) -> str:

@@ -115,3 +115,12 @@ def test_records_written_before_the_tokens_existed_are_filled_by_the_migration(m
     assert ids("Zurich") == []
     fill(apps, None)
     assert ids("Zurich") == [labels["zurich"]]
+
+
+def test_returned_records_are_whole_and_equal_to_the_stored_rows(memory):
+    labels, _ = memory
+    [found] = store.search(APP, USER, "Zurich", NOW)
+    stored = MemoryRecord.objects.get(id=labels["zurich"])
+    fields = [f.attname for f in MemoryRecord._meta.concrete_fields]
+    assert [getattr(found, f) for f in fields] == [getattr(stored, f) for f in fields]
+    assert found.entry_timestamp == NOW - timedelta(days=100)
