@@ -14,7 +14,7 @@ records by triggers; its ``ascii`` tokenizer splits on spaces only (non-ASCII
 characters and the layer marks are token characters).
 
 ``operation()`` is the first version (migration 0002: the content, English
-configuration / porter); ``tokens_operation()`` replaces it (migration 0006).
+configuration / porter); ``tokens_operation()`` replaces it (migration 0007).
 """
 
 from django.db import migrations

@@ -109,7 +109,7 @@ def test_the_newest_address_ranks_above_the_ones_it_replaced(memory):
 def test_records_written_before_the_tokens_existed_are_filled_by_the_migration(memory):
     from django.apps import apps
 
-    fill = import_module("records.migrations.0006_search_tokens").fill_search_tokens
+    fill = import_module("records.migrations.0007_search_tokens").fill_search_tokens
     labels, _ = memory
     MemoryRecord.objects.filter(id=labels["zurich"]).update(search_tokens="")
     assert ids("Zurich") == []

@@ -29,7 +29,7 @@ def fill_search_tokens(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("records", "0005_user_stats"),
+        ("records", "0006_rule_pattern_engine"),
     ]
 
     operations = [
