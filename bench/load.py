@@ -18,6 +18,7 @@ from django.db import connection
 
 from records import rules as pure_rules
 from records.models import MemoryRecord
+from records.search_text import index_tokens
 from records.tokens import count_tokens
 
 from . import corpus
@@ -36,6 +37,7 @@ class UserSpec:
 def _corpus_rows(seed: int, size: int) -> tuple[list, ...]:
     texts = corpus.texts(size, seed)
     contents, importance, pinned, category, rule, tokens = [], [], [], [], [], []
+    search_tokens = []
     for text in texts:
         d = pure_rules.decide(text, pure_rules.DEFAULT_RULES)
         contents.append(text)
@@ -44,7 +46,8 @@ def _corpus_rows(seed: int, size: int) -> tuple[list, ...]:
         category.append(d.category)
         rule.append(d.rule)
         tokens.append(count_tokens(text))
-    return contents, importance, pinned, category, rule, tokens
+        search_tokens.append(index_tokens(text, "user"))  # the author the insert writes
+    return contents, importance, pinned, category, rule, tokens, search_tokens
 
 
 def _hash(salt: str) -> str:
@@ -66,17 +69,20 @@ def load_records(
     half_life_days: float = 30.0,
 ) -> int:
     """Insert the users' records; returns how many rows were written."""
-    contents, importance, pinned, category, rule, tokens = _corpus_rows(seed, corpus_size)
+    rows = _corpus_rows(seed, corpus_size)
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE IF EXISTS bench_corpus")
         cursor.execute(
             """
             CREATE TEMP TABLE bench_corpus AS
-            SELECT (ord - 1)::int AS i, content, importance, pinned, category, rule, tokens
-            FROM unnest(%s::text[], %s::float8[], %s::bool[], %s::text[], %s::text[], %s::int[])
-                 WITH ORDINALITY AS c(content, importance, pinned, category, rule, tokens, ord)
+            SELECT (ord - 1)::int AS i, content, importance, pinned, category, rule, tokens,
+                   search_tokens
+            FROM unnest(%s::text[], %s::float8[], %s::bool[], %s::text[], %s::text[], %s::int[],
+                        %s::text[])
+                 WITH ORDINALITY AS c(content, importance, pinned, category, rule, tokens,
+                                      search_tokens, ord)
             """,
-            [contents, importance, pinned, category, rule, tokens],
+            list(rows),
         )
         cursor.execute("ALTER TABLE bench_corpus ADD PRIMARY KEY (i)")
         written = 0
@@ -112,7 +118,7 @@ def _insert_chunk(cursor, app_name, chunk, now, corpus_size, half_life_days) -> 
             app_name, user_id, source_session_id, source_event_ids, dedupe_key, content,
             author, entry_timestamp, created_at, last_accessed_at, hits, importance,
             importance_source, importance_rule, category, pinned, tokens, is_summary,
-            summary_sources, custom_metadata)
+            summary_sources, custom_metadata, search_tokens)
         SELECT %(app)s, r.user_id, 'sess-' || (r.g / 20), jsonb_build_array('ev-' || r.g),
                md5(%(app)s || r.user_id || ':' || r.g), c.content, 'user', r.created,
                r.created,
@@ -121,7 +127,8 @@ def _insert_chunk(cursor, app_name, chunk, now, corpus_size, half_life_days) -> 
                     ELSE r.created - make_interval(secs => %(hl)s) END,
                CASE WHEN r.h_hit < 0.4 THEN 1 + floor(power(r.h_hits, 3) * 60)::int ELSE 0 END,
                c.importance, CASE WHEN c.rule = '' THEN 'default' ELSE 'rule' END, c.rule,
-               c.category, c.pinned, c.tokens, false, '[]'::jsonb, '{{}}'::jsonb
+               c.category, c.pinned, c.tokens, false, '[]'::jsonb, '{{}}'::jsonb,
+               c.search_tokens
         FROM r JOIN bench_corpus c ON c.i = r.ci
         """,
         {

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F
 
+from . import search_text
 from .models import Correction, DailyCounter, RegretTerm
 
 REGRET_WINDOW = timedelta(days=30)
@@ -50,9 +51,7 @@ def term_hash(term: str) -> str:
 
 
 def _terms(text: str) -> list[str]:
-    from .store import query_terms  # the same word splitting as search
-
-    return query_terms(text)[:MAX_TERMS_PER_RECORD]
+    return search_text.query_words(text)[:MAX_TERMS_PER_RECORD]
 
 
 def remember_evicted(

@@ -1,10 +1,20 @@
 """Full-text search structures, which differ by database vendor.
 
-PostgreSQL: a stored generated tsvector column and a GIN index over (app, user,
-vector) via btree_gin, so one index scan finds one user's matching records. Where the
-btree_gin extension cannot be created, a plain GIN index on the vector is used.
+Both index ``search_tokens`` (``records.search_text.index_tokens`` of the content,
+computed in Python at ingest), taking its space-separated tokens verbatim: neither
+database stems, drops or splits anything, so both find the same candidates.
 
-SQLite: an external-content FTS5 table kept in step with the records by triggers.
+PostgreSQL: a stored generated tsvector column (``array_to_tsvector`` over the tokens,
+no parser) and a GIN index over (app, user, vector) via btree_gin, so one index scan
+finds one user's matching records. Where the btree_gin extension cannot be created, a
+plain GIN index on the vector is used.
+
+SQLite: an external-content FTS5 table over ``search_tokens`` kept in step with the
+records by triggers; its ``ascii`` tokenizer splits on spaces only (non-ASCII
+characters and the layer marks are token characters).
+
+``operation()`` is the first version (migration 0002: the content, English
+configuration / porter); ``tokens_operation()`` replaces it (migration 0007).
 """
 
 from django.db import migrations
@@ -21,19 +31,25 @@ PG_BACKWARD = [
     f"ALTER TABLE {TABLE} DROP COLUMN IF EXISTS search_vector",
 ]
 
-SQLITE_FORWARD = [
-    f"""CREATE VIRTUAL TABLE {FTS} USING fts5(
-        content, content='{TABLE}', content_rowid='id',
-        tokenize='porter unicode61 remove_diacritics 2')""",
-    f"""CREATE TRIGGER {FTS}_ai AFTER INSERT ON {TABLE} BEGIN
-        INSERT INTO {FTS}(rowid, content) VALUES (new.id, new.content); END""",
-    f"""CREATE TRIGGER {FTS}_ad AFTER DELETE ON {TABLE} BEGIN
-        INSERT INTO {FTS}({FTS}, rowid, content) VALUES ('delete', old.id, old.content); END""",
-    f"""CREATE TRIGGER {FTS}_au AFTER UPDATE OF content ON {TABLE} BEGIN
-        INSERT INTO {FTS}({FTS}, rowid, content) VALUES ('delete', old.id, old.content);
-        INSERT INTO {FTS}(rowid, content) VALUES (new.id, new.content); END""",
-    f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')",
-]
+
+def _sqlite_fts(column: str, tokenize: str) -> list[str]:
+    """An external-content FTS5 table over ``column`` and the triggers that keep it."""
+    return [
+        f"""CREATE VIRTUAL TABLE {FTS} USING fts5(
+            {column}, content='{TABLE}', content_rowid='id', tokenize={tokenize})""",
+        f"""CREATE TRIGGER {FTS}_ai AFTER INSERT ON {TABLE} BEGIN
+            INSERT INTO {FTS}(rowid, {column}) VALUES (new.id, new.{column}); END""",
+        f"""CREATE TRIGGER {FTS}_ad AFTER DELETE ON {TABLE} BEGIN
+            INSERT INTO {FTS}({FTS}, rowid, {column})
+            VALUES ('delete', old.id, old.{column}); END""",
+        f"""CREATE TRIGGER {FTS}_au AFTER UPDATE OF {column} ON {TABLE} BEGIN
+            INSERT INTO {FTS}({FTS}, rowid, {column}) VALUES ('delete', old.id, old.{column});
+            INSERT INTO {FTS}(rowid, {column}) VALUES (new.id, new.{column}); END""",
+        f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')",
+    ]
+
+
+SQLITE_FORWARD = _sqlite_fts("content", "'porter unicode61 remove_diacritics 2'")
 SQLITE_BACKWARD = [
     f"DROP TRIGGER IF EXISTS {FTS}_ai",
     f"DROP TRIGGER IF EXISTS {FTS}_ad",
@@ -42,15 +58,31 @@ SQLITE_BACKWARD = [
 ]
 
 
+PG_TOKENS_FORWARD = [
+    *PG_BACKWARD,
+    f"""ALTER TABLE {TABLE} ADD COLUMN search_vector tsvector GENERATED ALWAYS AS
+        (array_to_tsvector(string_to_array(search_tokens, ' '))) STORED""",
+]
+PG_TOKENS_BACKWARD = [*PG_BACKWARD, *PG_FORWARD]
+
+SQLITE_TOKENS_FORWARD = [
+    *SQLITE_BACKWARD,
+    # "ascii": split on spaces (and other ASCII punctuation, which tokens never hold);
+    # non-ASCII characters and the layer marks are token characters.
+    *_sqlite_fts("search_tokens", "\"ascii tokenchars '~^'\""),
+]
+SQLITE_TOKENS_BACKWARD = [*SQLITE_BACKWARD, *SQLITE_FORWARD]
+
+
 def _run(schema_editor, statements):
     for sql in statements:
         schema_editor.execute(sql)
 
 
-def forward(apps, schema_editor):
+def forward(apps, schema_editor, pg=PG_FORWARD, sqlite=SQLITE_FORWARD):
     vendor = schema_editor.connection.vendor
     if vendor == "postgresql":
-        _run(schema_editor, PG_FORWARD)
+        _run(schema_editor, pg)
         try:
             with schema_editor.connection.cursor() as cursor:
                 cursor.execute("SAVEPOINT memadmin_btree_gin")
@@ -64,7 +96,7 @@ def forward(apps, schema_editor):
             index = f"CREATE INDEX record_search ON {TABLE} USING gin (search_vector)"
         schema_editor.execute(index)
     elif vendor == "sqlite":
-        _run(schema_editor, SQLITE_FORWARD)
+        _run(schema_editor, sqlite)
     else:
         raise RuntimeError(f"memadmin supports PostgreSQL and SQLite, not {vendor}")
 
@@ -76,3 +108,16 @@ def backward(apps, schema_editor):
 
 def operation():
     return migrations.RunPython(forward, backward, elidable=False)
+
+
+def tokens_forward(apps, schema_editor):
+    forward(apps, schema_editor, PG_TOKENS_FORWARD, SQLITE_TOKENS_FORWARD)
+
+
+def tokens_backward(apps, schema_editor):
+    forward(apps, schema_editor, PG_TOKENS_BACKWARD, SQLITE_TOKENS_BACKWARD)
+
+
+def tokens_operation():
+    """Index ``search_tokens`` instead of the content (run after the column is filled)."""
+    return migrations.RunPython(tokens_forward, tokens_backward, elidable=False)

@@ -11,6 +11,7 @@ from django.db.models import Q
 
 from . import policy as pure
 from . import rules as pure_rules
+from .search_text import index_tokens
 
 APP_NAME_MAX = 128
 USER_ID_MAX = 256
@@ -157,8 +158,20 @@ class ImportanceSource(models.TextChoices):
     CALLER = "caller", "caller"
 
 
+class MemoryRecordManager(models.Manager):
+    def bulk_create(self, objs, *args, **kwargs):
+        objs = list(objs)
+        for record in objs:
+            record.search_tokens = index_tokens(record.content, record.author)
+        return super().bulk_create(objs, *args, **kwargs)
+
+
 class MemoryRecord(models.Model):
-    """One long-term memory with the metadata eviction needs and its provenance."""
+    """One long-term memory with the metadata eviction needs and its provenance.
+
+    ``search_tokens`` is what search indexes (``records.search_text.index_tokens`` of the
+    content and author), set on every save and bulk create, so the two can never disagree.
+    """
 
     app_name = models.CharField(max_length=APP_NAME_MAX)
     user_id = models.CharField(max_length=USER_ID_MAX)
@@ -185,6 +198,9 @@ class MemoryRecord(models.Model):
     # For summaries: [{"record_id": .., "session_id": ..}, ...] of every merged source.
     summary_sources = models.JSONField(default=list, blank=True)
     custom_metadata = models.JSONField(default=dict, blank=True)
+    search_tokens = models.TextField(blank=True, default="", editable=False)
+
+    objects = MemoryRecordManager()
 
     class Meta:
         indexes = [
@@ -210,6 +226,14 @@ class MemoryRecord(models.Model):
 
     def __str__(self) -> str:
         return f"record {self.pk} ({self.app_name}/{self.user_id})"
+
+    def save(self, *args, **kwargs):
+        fields = kwargs.get("update_fields")
+        if fields is None or {"content", "author"} & set(fields):
+            self.search_tokens = index_tokens(self.content, self.author)
+            if fields is not None:
+                kwargs["update_fields"] = {*fields, "search_tokens"}
+        super().save(*args, **kwargs)
 
     def as_policy_record(self) -> pure.Record:
         return pure.Record(

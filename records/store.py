@@ -8,10 +8,9 @@ Views, tasks, management commands and the ADK services all come through here.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from django.conf import settings
@@ -19,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import BooleanField, Q, Value
 from django.utils.module_loading import import_string
 
-from . import erasure_guard, feedback
+from . import erasure_guard, feedback, search_text
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor
@@ -34,6 +33,7 @@ from .models import (
     ImportanceSource,
     MemoryRecord,
     Policy,
+    UserMemoryStats,
 )
 from .policies import policy_for
 from .summaries import summarise
@@ -44,8 +44,6 @@ from .victims import SelectedVictim, select_victims
 log = logging.getLogger(__name__)
 
 SEARCH_LIMIT = 10
-SEARCH_CANDIDATES = 50
-MAX_QUERY_TERMS = 32
 
 
 # --- validation at the edge -------------------------------------------------------------
@@ -526,113 +524,153 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
 
 
 # --- search ------------------------------------------------------------------------------
-
-_WORD = re.compile(r"\w+", re.UNICODE)  # linear in Python's re: one class, no nesting
-# Function words carry no meaning for retrieval; PostgreSQL's english configuration
-# drops them, and the same list keeps SQLite's FTS5 ranking comparable.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for
-    from further had has have having he her here hers herself him himself his how i if
-    in into is it its itself just me more most my myself no nor not now of off on once
-    only or other our ours ourselves out over own same she should so some such than that
-    the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves please tell know remember
-    """.split()  # noqa: SIM905 - easier to read and extend as text
-)
-# Words this long also match by prefix (their first len-3 letters), so a query for
-# "allergies" finds "allergic" even though the stemmer maps them apart.
-PREFIX_MIN_LEN = 7
+# The tokenizer and the ranking are records.search_text (pure, one for both databases);
+# each database only finds the candidates: the user's records sharing a query token.
 
 
 def query_terms(query: str) -> list[str]:
-    """The meaningful words of a query, lowercased, deduplicated, at most MAX_QUERY_TERMS.
-
-    Only when every word is a function word are those kept, so "who am I" still searches.
-    """
-    words = list(dict.fromkeys(w[:64] for w in _WORD.findall(query.lower())))
-    meaningful = [w for w in words if w not in STOPWORDS]
-    return (meaningful or words)[:MAX_QUERY_TERMS]
-
-
-def _prefix(term: str) -> str | None:
-    return term[: len(term) - 3] if len(term) >= PREFIX_MIN_LEN else None
+    """The meaningful words of a query (folded, deduplicated, at most MAX_QUERY_WORDS)."""
+    return search_text.query_words(query)
 
 
 def search(
     app_name: str, user_id: str, query: str, now: datetime, *, limit: int = SEARCH_LIMIT
 ) -> list[MemoryRecord]:
-    """Unexpired records matching any query word, most relevant first."""
+    """Unexpired records sharing a token with the query, most relevant first (BM25)."""
     check_scope(app_name, user_id)
     if not isinstance(query, str):
         raise ValueError("query must be a string")
-    terms = query_terms(query.replace("\x00", ""))
+    terms = search_text.query_terms(query.replace("\x00", ""))
     if not terms:
         return []
     if connection.vendor == "postgresql":
-        return _search_postgres(app_name, user_id, terms, now, limit)
-    cutoff = now - policy_for(app_name).params().ttl
-    ids = _search_ids_sqlite(app_name, user_id, terms, cutoff, limit)
+        rows = _candidates_postgres(app_name, user_id, terms, now)
+    else:
+        rows = _candidates_sqlite(app_name, user_id, terms, now)
+    if not rows:
+        return []
+    scope = search_text.Scope(records=rows[0][5] or 0, mean_length=rows[0][6] or 0.0)
+    candidates = [
+        search_text.Candidate(r[0], search_text.term_counts(r[1], terms), r[2], r[3], r[4])
+        for r in rows
+    ]
+    ids = search_text.rank(terms, candidates, scope, limit)
+    if connection.vendor == "postgresql":
+        by_id = {r[0]: r for r in rows}
+        return [_record_from_row(by_id[i][7:]) for i in ids]
     by_id = MemoryRecord.objects.in_bulk(ids)
     return [by_id[i] for i in ids if i in by_id]
 
 
-def _search_postgres(app_name, user_id, terms, now, limit) -> list[MemoryRecord]:
-    """The matching records themselves, ranked, in one statement (search is on every turn).
+_RECORD_FIELDS = MemoryRecord._meta.concrete_fields
+_DATETIME_FIELDS = {
+    i for i, f in enumerate(_RECORD_FIELDS) if f.get_internal_type() == "DateTimeField"
+}
+_RECORD_CONVERTERS = [(i, f) for i, f in enumerate(_RECORD_FIELDS) if hasattr(f, "from_db_value")]
 
-    The app's TTL is read in the same statement (the model's default when the app has
-    no policy row yet) instead of loading the policy first.
+
+def _candidates_postgres(app_name, user_id, terms, now) -> list[tuple]:
+    """(id, search tokens, length, written_at, live, user's records, their mean length,
+    then every column of the record).
+
+    One statement, one round trip (search is on every turn): the app's TTL (the model's
+    default when the app has no policy row yet) and the user's totals (UserMemoryStats)
+    are read in it. Datetime columns come as text: parsing them for every candidate
+    cost more than the rest; only the records returned are parsed (``_record_from_row``).
     """
     table = MemoryRecord._meta.db_table
-    columns = ", ".join(f"r.{f.column}" for f in MemoryRecord._meta.concrete_fields)
-    return list(
-        MemoryRecord.objects.raw(
-            f"""
-            SELECT {columns} FROM {table} AS r, to_tsquery('english', %(q)s) AS q
-            WHERE r.app_name = %(app)s AND r.user_id = %(user)s AND r.search_vector @@ q
-              AND (r.pinned OR r.created_at >= %(now)s - make_interval(days => COALESCE(
-                  (SELECT ttl_days FROM {Policy._meta.db_table} WHERE app_name = %(app)s),
-                  %(default_ttl)s)))
-            ORDER BY ts_rank(r.search_vector, q) DESC, r.id DESC
-            LIMIT %(limit)s
-            """,
-            {
-                "q": " | ".join(
-                    t if _prefix(t) is None else f"{t} | {_prefix(t)}:*" for t in terms
-                ),
-                "app": app_name,
-                "user": user_id,
-                "now": now,
-                "default_ttl": Policy._meta.get_field("ttl_days").default,
-                "limit": limit,
-            },
-        )
+    columns = ", ".join(
+        f"r.{f.column}::text" if i in _DATETIME_FIELDS else f"r.{f.column}"
+        for i, f in enumerate(_RECORD_FIELDS)
     )
-
-
-def _search_ids_sqlite(app_name, user_id, terms, cutoff, limit) -> list[int]:
-    table = MemoryRecord._meta.db_table
-    fts = f"{table}_fts"
-    quoted = []
-    for t in terms:
-        quoted.append('"' + t.replace('"', '""') + '"')
-        if _prefix(t) is not None:
-            quoted.append('"' + _prefix(t).replace('"', '""') + '"*')
-    match = " OR ".join(quoted)
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT r.id FROM {fts} JOIN {table} AS r ON r.id = {fts}.rowid
-            WHERE {fts} MATCH %s AND r.app_name = %s AND r.user_id = %s
-              AND (r.pinned OR r.created_at >= %s)
-            ORDER BY bm25({fts}), r.id DESC
-            LIMIT %s
-            """,
-            [match, app_name, user_id, connection.ops.adapt_datetimefield_value(cutoff), limit],
+            SELECT r.id, r.search_tokens, r.tokens,
+                   (extract(epoch FROM COALESCE(r.entry_timestamp, r.created_at))
+                    * 1000000)::int8,
+                   r.pinned OR r.created_at >= %s - make_interval(days => COALESCE(
+                       (SELECT ttl_days FROM {Policy._meta.db_table} WHERE app_name = %s),
+                       %s)),
+                   s.records, s.tokens::float8 / NULLIF(s.records, 0),
+                   {columns}
+            FROM {table} AS r
+            LEFT JOIN {UserMemoryStats._meta.db_table} AS s
+              ON s.app_name = %s AND s.user_id = %s
+            WHERE r.app_name = %s AND r.user_id = %s AND r.search_vector @@ %s::tsquery
+            """,  # noqa: S608 - table names are the models'; values are parameters
+            [
+                now,
+                app_name,
+                Policy._meta.get_field("ttl_days").default,
+                app_name,
+                user_id,
+                app_name,
+                user_id,
+                " | ".join(_tsquery_lexeme(t.token) for t in terms),
+            ],
         )
-        return [row[0] for row in cursor.fetchall()]
+        return cursor.fetchall()
+
+
+def _record_from_row(values: tuple) -> MemoryRecord:
+    """A record from its columns as ``_candidates_postgres`` selects them."""
+    values = list(values)
+    for i in _DATETIME_FIELDS:
+        if values[i] is not None:
+            values[i] = datetime.fromisoformat(values[i]).astimezone(UTC)
+    for i, model_field in _RECORD_CONVERTERS:
+        values[i] = model_field.from_db_value(values[i], None, connection)
+    return MemoryRecord.from_db(connection.alias, [f.attname for f in _RECORD_FIELDS], values)
+
+
+def _tsquery_lexeme(token: str) -> str:
+    """A lexeme quoted for tsquery input, taken verbatim (no parser, no stemming)."""
+    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _candidates_sqlite(app_name, user_id, terms, now) -> list[tuple]:
+    """The same rows as ``_candidates_postgres``."""
+    table = MemoryRecord._meta.db_table
+    fts = f"{table}_fts"
+    cutoff = now - policy_for(app_name).params().ttl
+    match = " OR ".join('"' + t.token.replace('"', '""') + '"' for t in terms)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT r.id, r.search_tokens, r.tokens,
+                   COALESCE(r.entry_timestamp, r.created_at), r.pinned OR r.created_at >= %s,
+                   s.records, CAST(s.tokens AS REAL) / NULLIF(s.records, 0)
+            FROM {table} AS r
+            LEFT JOIN {UserMemoryStats._meta.db_table} AS s
+              ON s.app_name = %s AND s.user_id = %s
+            WHERE r.id IN (SELECT rowid FROM {fts} WHERE {fts} MATCH %s)
+              AND r.app_name = %s AND r.user_id = %s
+            """,  # noqa: S608 - table names are the models'; values are parameters
+            [
+                connection.ops.adapt_datetimefield_value(cutoff),
+                app_name,
+                user_id,
+                match,
+                app_name,
+                user_id,
+            ],
+        )
+        return [
+            (r[0], r[1], r[2], _microseconds(r[3]), bool(r[4]), r[5], r[6])
+            for r in cursor.fetchall()
+        ]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _microseconds(stored: str) -> int:
+    """A datetime as SQLite stores it (UTC text), in microseconds since the epoch."""
+    moment = datetime.fromisoformat(stored)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 def note_regret(app_name: str, user_id: str, query: str, now: datetime) -> bool:

@@ -1,0 +1,126 @@
+"""Search on the database the run uses: the same labelled queries expect the same top 10
+on PostgreSQL and on SQLite (CI runs this file on both), ties included (newer first,
+then the higher id: see records.search_text.rank)."""
+
+from datetime import UTC, datetime, timedelta
+from importlib import import_module
+
+import pytest
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+
+from records import store
+from records.memory_service import add_memories
+from records.models import MemoryRecord
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+APP, USER = "pharmacy", "u1"
+
+SUBSTANCES = 300
+# (label, text, days before NOW it was said)
+LABELLED = [
+    ("kiwi", "She reacts badly to kiwi, so no kiwi in the fruit box", 200),
+    ("zurich", "We moved to Zürich last spring", 100),
+    ("tokyo", "私は東京に住んでいます", 90),
+    ("pizza", "Pizza night 🍕 every Friday with the kids", 80),
+    ("elm", "My delivery address is 12 Elm Street", 60),
+    ("oak", "Delivery address: 4 Oak Lane, ring twice", 40),
+    ("harbour", "New delivery address: 9 Harbour Road, use it from now on", 5),
+    ("allergic", "I am allergic to latex gloves", 30),
+]
+
+
+def _entry(text, days_ago):
+    return MemoryEntry(
+        content=types.Content(role="user", parts=[types.Part(text=text)]),
+        author="user",
+        timestamp=(NOW - timedelta(days=days_ago)).isoformat(),
+    )
+
+
+@pytest.fixture
+def memory():
+    """Hundreds of allergy records (one per substance, newer as the number grows) and
+    the labelled records, stored through add_memory."""
+    entries = [
+        _entry(f"Allergy noted to substance {i:03d}", 400 - i) for i in range(SUBSTANCES)
+    ] + [_entry(text, days) for _, text, days in LABELLED]
+    add_memories(APP, USER, entries, NOW)
+    by_text = dict(MemoryRecord.objects.filter(app_name=APP).values_list("content", "id"))
+    labels = {label: by_text[text] for label, text, _ in LABELLED}
+    substance = {i: by_text[f"Allergy noted to substance {i:03d}"] for i in range(SUBSTANCES)}
+    return labels, substance
+
+
+def ids(query):
+    return [r.id for r in store.search(APP, USER, query, NOW)]
+
+
+def test_a_rare_word_wins_among_hundreds_of_common_ones(memory):
+    labels, substance = memory
+    # the kiwi record, then the allergy records: equal scores, so the newest first
+    assert ids("kiwi allergy") == [labels["kiwi"]] + [
+        substance[i] for i in range(SUBSTANCES - 1, SUBSTANCES - 10, -1)
+    ]
+
+
+def test_an_exact_word_outranks_its_other_forms(memory):
+    labels, substance = memory
+    assert ids("allergic")[0] == labels["allergic"]
+    assert ids("substance 007") == [substance[7]] + [
+        substance[i] for i in range(SUBSTANCES - 1, SUBSTANCES - 10, -1)
+    ]
+
+
+@pytest.mark.parametrize("query", ["Zurich", "zürich", "ZÜRICH"])
+def test_accents_and_case_do_not_matter(memory, query):
+    labels, _ = memory
+    assert ids(query) == [labels["zurich"]]
+
+
+def test_cjk_text_is_found_by_a_word_inside_it(memory):
+    labels, _ = memory
+    assert ids("東京") == [labels["tokyo"]]
+    assert ids("東京に住む") == [labels["tokyo"]]
+
+
+def test_emoji_query_finds_the_records_with_that_emoji(memory):
+    labels, _ = memory
+    assert ids("🍕") == [labels["pizza"]]
+    assert ids("🎉") == []
+
+
+def test_a_stopword_only_query_finds_nothing(memory):
+    assert ids("who am I") == []
+    assert ids("what is it?") == []
+
+
+def test_the_newest_address_ranks_above_the_ones_it_replaced(memory):
+    labels, _ = memory
+    assert ids("What is my delivery address?") == [
+        labels["harbour"],
+        labels["oak"],
+        labels["elm"],
+    ]
+
+
+def test_records_written_before_the_tokens_existed_are_filled_by_the_migration(memory):
+    from django.apps import apps
+
+    fill = import_module("records.migrations.0007_search_tokens").fill_search_tokens
+    labels, _ = memory
+    MemoryRecord.objects.filter(id=labels["zurich"]).update(search_tokens="")
+    assert ids("Zurich") == []
+    fill(apps, None)
+    assert ids("Zurich") == [labels["zurich"]]
+
+
+def test_returned_records_are_whole_and_equal_to_the_stored_rows(memory):
+    labels, _ = memory
+    [found] = store.search(APP, USER, "Zurich", NOW)
+    stored = MemoryRecord.objects.get(id=labels["zurich"])
+    fields = [f.attname for f in MemoryRecord._meta.concrete_fields]
+    assert [getattr(found, f) for f in fields] == [getattr(stored, f) for f in fields]
+    assert found.entry_timestamp == NOW - timedelta(days=100)

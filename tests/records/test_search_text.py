@@ -1,0 +1,122 @@
+"""The one tokenizer and the BM25 ranking (pure: no database)."""
+
+import pytest
+
+from records import search_text as st
+from records.search_text import Candidate, Scope
+
+
+def test_folding_makes_accents_case_and_compatibility_forms_one_word():
+    assert st.query_words("ZÜRICH Zurich zürich") == ["zurich"]
+    assert st.query_words("Straße Øresund façade ﬁle ＡＢＣ") == [
+        "strasse",
+        "oresund",
+        "facade",
+        "file",
+        "abc",
+    ]
+    # Marks that change a letter outside Latin/Greek/Cyrillic are kept: が is not か.
+    assert st.query_words("が") != st.query_words("か")
+
+
+def test_each_word_is_stored_as_itself_its_stem_and_a_prefix_for_long_words():
+    assert st.index_tokens("Allergies to kiwi").split() == [
+        "allergies",
+        "~allergi",
+        "^aller",
+        "kiwi",
+        "~kiwi",
+    ]
+    # the query looks up the same three layers, weighted 1, 1/2, 1/4
+    assert [(t.token, t.weight) for t in st.query_terms("allergic")] == [
+        ("allergic", 1.0),
+        ("~allerg", 0.5),
+        ("^aller", 0.25),
+    ]
+
+
+def test_unsegmented_scripts_are_cut_into_character_pairs():
+    stored = st.index_tokens("私は東京都に住んでいます").split()
+    assert {"東京", "京都", "東", "京"} <= set(stored)
+    assert st.query_words("東京") == ["東京"]
+    assert st.query_words("猫") == ["猫"]  # one character: stored as such too
+    assert "猫" in st.index_tokens("黒い猫がいる").split()
+    assert st.query_words("iPhone用") == ["iphone", "用"]  # scripts split where they change
+
+
+def test_emoji_are_words_without_skin_tones_or_variation_selectors():
+    assert st.query_words("🍕🍕 👍🏽 ❤️") == ["🍕", "👍", "❤"]
+    assert st.index_tokens("pizza 🍕") == "pizza ~pizza 🍕"
+
+
+@pytest.mark.parametrize("query", ["who am I", "the and of", "!!! ???", "", "\x00"])
+def test_stopwords_and_punctuation_alone_search_nothing(query):
+    assert st.query_terms(query) == []
+
+
+def test_stopwords_are_not_stored():
+    assert st.index_tokens("What is the price") == "price ~price"
+
+
+def test_a_query_counts_its_first_32_distinct_words_each_cut_at_64_characters():
+    words = [f"word{i}" for i in range(40)]
+    assert st.query_words(" ".join(words + words)) == words[:32]
+    assert st.query_words("x" * 100) == ["x" * 64]
+    assert st.MAX_QUERY_WORDS == 32
+
+
+def test_huge_odd_input_is_tokenized_in_one_pass():
+    text = ("a" * 5000 + "!") * 20 + "é" * 10000 + "東" * 5000
+    assert len(st.index_tokens(text)) > 0
+
+
+def _candidate(id, text, terms, *, length=10, at=0, live=True):
+    return Candidate(id, st.term_counts(st.index_tokens(text), terms), length, at, live)
+
+
+def _rank(query, texts, *, records=None, ats=None):
+    terms = st.query_terms(query)
+    cands = [
+        _candidate(i, t, terms, at=(ats[i] if ats else 0))
+        for i, t in enumerate(texts)
+        if any(st.term_counts(st.index_tokens(t), terms))
+    ]
+    return st.rank(terms, cands, Scope(records or len(texts), 10.0), 10)
+
+
+def test_a_rare_word_outweighs_a_common_one_with_all_its_forms():
+    texts = ["allergy to penicillin"] * 40 + ["allergies: nuts"] * 20 + ["reacts to kiwi"]
+    assert _rank("kiwi allergy", texts)[0] == 60
+
+
+def test_an_exact_word_outranks_its_stem_and_prefix_matches():
+    texts = ["allergic to nuts", "allergies to nuts", "allergy to nuts", "allergen in nuts"]
+    assert _rank("allergic", texts, ats=[0, 3, 2, 1])[0] == 0
+    assert _rank("allergies", texts, ats=[3, 0, 2, 1])[:2] == [1, 2]
+
+
+def test_near_equal_scores_rank_newer_first_then_higher_id():
+    texts = [
+        "My delivery address is 12 Elm Street",
+        "Delivery address: 4 Oak Lane",
+        "My new delivery address is 9 Harbour Road, use it from now on",
+        "something unrelated",
+    ]
+    assert _rank("delivery address", texts, records=50, ats=[1, 2, 3, 0]) == [2, 1, 0]
+    # equal scores and times: higher id first
+    assert _rank("kiwi", ["kiwi"] * 3) == [2, 1, 0]
+
+
+def test_a_clearly_better_match_is_not_overtaken_by_a_newer_weak_one():
+    texts = ["kiwi allergy confirmed", "kiwi"]
+    assert _rank("kiwi allergy", texts, records=100, ats=[0, 9]) == [0, 1]
+
+
+def test_expired_candidates_are_never_returned_but_count_in_document_frequencies():
+    terms = st.query_terms("kiwi")
+    live = _candidate(1, "kiwi", terms)
+    expired = _candidate(2, "kiwi", terms, live=False)
+    scope = Scope(10, 10.0)
+    assert st.rank(terms, [live, expired], scope, 10) == [1]
+    alone = st.bm25_scores(terms, [live], scope)[1]
+    assert st.bm25_scores(terms, [live, expired], scope)[1] < alone
