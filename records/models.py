@@ -17,20 +17,36 @@ USER_ID_MAX = 256
 SESSION_ID_MAX = 256
 
 
+# The model's defaults are the pure policy's (the "default" preset, the caps and TTL).
+DEFAULTS = pure.PolicyParams()
+
+
 class Policy(models.Model):
     """The eviction policy of one app. Every change bumps ``version`` and is kept."""
 
     app_name = models.CharField(max_length=APP_NAME_MAX, unique=True)
     version = models.PositiveIntegerField(default=1)
-    ttl_days = models.PositiveIntegerField(default=365, help_text="Hard TTL of unpinned records.")
-    half_life_hours = models.FloatField(default=24 * 30, help_text="Recency half-life.")
-    max_records = models.PositiveIntegerField(default=500, help_text="Records per user.")
-    max_tokens = models.PositiveIntegerField(default=40_000, help_text="Tokens per user.")
-    w_recency = models.FloatField(default=0.4)
-    w_frequency = models.FloatField(default=0.2)
-    w_importance = models.FloatField(default=0.4)
+    ttl_days = models.PositiveIntegerField(
+        default=DEFAULTS.ttl.days, help_text="Hard TTL of unpinned records."
+    )
+    half_life_hours = models.FloatField(
+        default=DEFAULTS.half_life_hours, help_text="Recency half-life."
+    )
+    max_records = models.PositiveIntegerField(
+        default=DEFAULTS.max_records, help_text="Records per user."
+    )
+    max_tokens = models.PositiveIntegerField(
+        default=DEFAULTS.max_tokens, help_text="Tokens per user."
+    )
+    w_recency = models.FloatField(default=DEFAULTS.w_recency)
+    w_frequency = models.FloatField(default=DEFAULTS.w_frequency)
+    w_importance = models.FloatField(default=DEFAULTS.w_importance)
     saturation_hits = models.PositiveIntegerField(
-        default=100, help_text="Hits at which the frequency term reaches 1."
+        default=DEFAULTS.saturation_hits, help_text="Hits at which the frequency term reaches 1."
+    )
+    fresh_start = models.FloatField(
+        default=DEFAULTS.fresh_start,
+        help_text="Half-lives a new record starts old (the article: 1; 0 counts it just read).",
     )
     session_idle_days = models.PositiveIntegerField(
         default=7, help_text="Sessions idle this long are retired by the sweeper."
@@ -53,6 +69,8 @@ class Policy(models.Model):
                 & Q(max_records__gte=1)
                 & Q(max_tokens__gte=1)
                 & Q(saturation_hits__gte=1)
+                & Q(fresh_start__gte=0)
+                & Q(fresh_start__lte=10)
                 & Q(w_recency__gte=0)
                 & Q(w_frequency__gte=0)
                 & Q(w_importance__gte=0)
@@ -75,7 +93,16 @@ class Policy(models.Model):
             w_frequency=self.w_frequency,
             w_importance=self.w_importance,
             saturation_hits=self.saturation_hits,
+            fresh_start=self.fresh_start,
         )
+
+    @property
+    def preset(self) -> str | None:
+        """The preset the scoring values match, or None (custom values)."""
+        try:
+            return pure.preset_of(self.params())
+        except pure.PolicyError:
+            return None
 
     def clean(self) -> None:
         errors: dict[str, list[str]] = {}
@@ -85,6 +112,10 @@ class Policy(models.Model):
             errors.setdefault("half_life_hours", []).append("Half-life must be positive.")
         if self.session_idle_days is not None and self.session_idle_days < 1:
             errors.setdefault("session_idle_days", []).append("Idle threshold must be >= 1 day.")
+        if self.fresh_start is not None and not 0 <= self.fresh_start <= 10:
+            errors.setdefault("fresh_start", []).append(
+                "Fresh start must be from 0 to 10 half-lives."
+            )
         if self.summarise_min_cluster is not None and self.summarise_min_cluster < 2:
             errors.setdefault("summarise_min_cluster", []).append("A cluster needs >= 2 records.")
         for name in ("max_records", "max_tokens", "saturation_hits"):
@@ -121,10 +152,25 @@ POLICY_FIELDS = (
     "w_frequency",
     "w_importance",
     "saturation_hits",
+    "fresh_start",
     "session_idle_days",
     "summarise",
     "summarise_min_cluster",
 )
+
+
+def preset_values(name: str) -> dict:
+    """The model's values of the preset ``name``: what choosing it on a policy changes."""
+    params = pure.preset(name)
+    values = {
+        "half_life_hours": params.half_life_hours,
+        "w_recency": params.w_recency,
+        "w_frequency": params.w_frequency,
+        "w_importance": params.w_importance,
+        "saturation_hits": params.saturation_hits,
+        "fresh_start": params.fresh_start,
+    }
+    return values
 
 
 class PolicyVersion(models.Model):

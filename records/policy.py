@@ -8,13 +8,16 @@ score(r) = w_r * recency + w_f * frequency + w_i * importance, where
 
 victims = expired records, then the lowest scores until count <= max_records and
 tokens <= max_tokens, never a pinned record.
+
+Named presets (``PRESETS``) hold the scoring settings: "article" is the article's exact
+policy, "default" the one measured best (see the README's "Memory quality").
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 EXPIRED = "expired"
@@ -86,6 +89,9 @@ class PolicyParams:
     w_frequency: float = 0.2
     w_importance: float = 0.4
     saturation_hits: int = 100
+    # How many half-lives old a new record starts (the article: 1, so that creation
+    # does not count as a retrieval; measured, 0 answers more later questions).
+    fresh_start: float = 0.0
 
     def __post_init__(self) -> None:
         errors = validate_params(self)
@@ -122,6 +128,8 @@ def validate_params(p: PolicyParams) -> list[str]:
             }
         )
     )
+    if not (math.isfinite(p.fresh_start) and 0 <= p.fresh_start <= 10):
+        errors.append("fresh start must be from 0 to 10 half-lives")
     weights = (p.w_recency, p.w_frequency, p.w_importance)
     if any(not math.isfinite(w) or w < 0 for w in weights):
         errors.append("weights must be finite and at least 0")
@@ -161,9 +169,52 @@ class Victim:
     tokens: int
 
 
-def fresh_last_accessed(now: datetime, half_life: timedelta) -> datetime:
-    """New records start one half-life "old", so creation does not count as a retrieval."""
-    return now - half_life
+# The settings a preset decides; caps and TTL stay each app's own sizing.
+PRESET_FIELDS = (
+    "half_life",
+    "w_recency",
+    "w_frequency",
+    "w_importance",
+    "saturation_hits",
+    "fresh_start",
+)
+ARTICLE = "article"
+DEFAULT = "default"
+PRESETS: dict[str, dict] = {
+    DEFAULT: {f: getattr(PolicyParams(), f) for f in PRESET_FIELDS},
+    ARTICLE: {
+        "half_life": timedelta(days=30),
+        "w_recency": 0.4,
+        "w_frequency": 0.2,
+        "w_importance": 0.4,
+        "saturation_hits": 100,
+        "fresh_start": 1.0,
+    },
+}
+PRESET_DESCRIPTIONS = {
+    DEFAULT: "measured best on the quality benchmark",
+    ARTICLE: "the article's exact policy",
+}
+
+
+def preset(name: str, base: PolicyParams | None = None) -> PolicyParams:
+    """``base`` (caps and TTL) with the scoring settings of the preset ``name``."""
+    if name not in PRESETS:
+        raise PolicyError(f"no preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return replace(base or PolicyParams(), **PRESETS[name])
+
+
+def preset_of(p: PolicyParams) -> str | None:
+    """The preset whose scoring settings ``p`` has, or None (custom values)."""
+    for name, values in PRESETS.items():
+        if all(getattr(p, f) == v for f, v in values.items()):
+            return name
+    return None
+
+
+def fresh_last_accessed(now: datetime, p: PolicyParams) -> datetime:
+    """When a new record counts as last read: ``fresh_start`` half-lives ago."""
+    return now - p.half_life * p.fresh_start
 
 
 def fresh(
@@ -178,7 +229,7 @@ def fresh(
     return Record(
         id=id,
         created_at=now,
-        last_accessed_at=fresh_last_accessed(now, params.half_life),
+        last_accessed_at=fresh_last_accessed(now, params),
         hits=0,
         importance=importance,
         pinned=pinned,

@@ -275,8 +275,8 @@ def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) 
         author=c.author,
         entry_timestamp=c.entry_timestamp,
         created_at=now,
-        # Creation is not access: new records start one half-life old.
-        last_accessed_at=pure.fresh_last_accessed(now, policy.params().half_life),
+        # Creation may not count as access: see PolicyParams.fresh_start.
+        last_accessed_at=pure.fresh_last_accessed(now, policy.params()),
         hits=0,
         importance=c.importance,
         importance_source=c.importance_source,

@@ -7,8 +7,9 @@ from django.db import IntegrityError
 
 from records import store
 from records.extract import Candidate
-from records.models import EvictionEvent, ImportanceRule, MemoryRecord
+from records.models import EvictionEvent, ImportanceRule, MemoryRecord, preset_values
 from records.policies import update_policy
+from records.policy import ARTICLE
 from records.touches import buffering
 
 from .factories import make_records, session, text_event
@@ -24,15 +25,22 @@ def ingest_texts(texts, *, app="pharmacy", user="u1", sid="s1", now=NOW):
     return add_session(session(texts, app=app, user=user, id=sid), now)
 
 
-def test_ingest_stores_fresh_records_one_half_life_old():
+def test_ingest_stores_fresh_records_as_just_read_under_the_default():
     result = ingest_texts(["Hi", "I am allergic to penicillin", "Deliver to 4 Mill Lane"])
     assert (result.candidates, result.added) == (2, 2)
     records = MemoryRecord.objects.order_by("id")
     assert [r.content for r in records] == ["I am allergic to penicillin", "Deliver to 4 Mill Lane"]
     for r in records:
         assert r.created_at == NOW
-        assert r.last_accessed_at == NOW - timedelta(days=30)
+        assert r.last_accessed_at == NOW
         assert r.source_session_id == "s1" and len(r.source_event_ids) == 1
+
+
+def test_ingest_under_the_article_preset_starts_records_one_half_life_old():
+    update_policy("pharmacy", preset_values(ARTICLE))
+    ingest_texts(["I am allergic to penicillin"])
+    [r] = MemoryRecord.objects.all()
+    assert r.last_accessed_at == NOW - timedelta(days=30)
 
 
 def test_adding_the_same_session_twice_or_with_new_events_never_duplicates():
