@@ -23,6 +23,7 @@ POLICY_LABELS = {
     "w_importance": "Importance weight",
     "saturation_hits": "Frequency saturation (hits)",
     "fresh_start": "Fresh start (half-lives)",
+    "past_due_half_life_hours": "Past-due half-life (hours)",
     "session_idle_days": "Session idle (days)",
     "summarise": "Summarise before evicting",
     "summarise_min_cluster": "Smallest cluster to summarise",

@@ -48,6 +48,10 @@ class Policy(models.Model):
         default=DEFAULTS.fresh_start,
         help_text="Half-lives a new record starts old (the article: 1; 0 counts it just read).",
     )
+    past_due_half_life_hours = models.FloatField(
+        default=DEFAULTS.past_due_half_life_hours,
+        help_text="Past its due date, a commitment's importance halves this often (0: never).",
+    )
     session_idle_days = models.PositiveIntegerField(
         default=7, help_text="Sessions idle this long are retired by the sweeper."
     )
@@ -71,6 +75,7 @@ class Policy(models.Model):
                 & Q(saturation_hits__gte=1)
                 & Q(fresh_start__gte=0)
                 & Q(fresh_start__lte=10)
+                & Q(past_due_half_life_hours__gte=0)
                 & Q(w_recency__gte=0)
                 & Q(w_frequency__gte=0)
                 & Q(w_importance__gte=0)
@@ -94,6 +99,7 @@ class Policy(models.Model):
             w_importance=self.w_importance,
             saturation_hits=self.saturation_hits,
             fresh_start=self.fresh_start,
+            past_due_half_life=timedelta(hours=self.past_due_half_life_hours),
         )
 
     @property
@@ -115,6 +121,10 @@ class Policy(models.Model):
         if self.fresh_start is not None and not 0 <= self.fresh_start <= 10:
             errors.setdefault("fresh_start", []).append(
                 "Fresh start must be from 0 to 10 half-lives."
+            )
+        if self.past_due_half_life_hours is not None and not self.past_due_half_life_hours >= 0:
+            errors.setdefault("past_due_half_life_hours", []).append(
+                "The past-due half-life must be 0 (never decays) or positive."
             )
         if self.summarise_min_cluster is not None and self.summarise_min_cluster < 2:
             errors.setdefault("summarise_min_cluster", []).append("A cluster needs >= 2 records.")
@@ -153,6 +163,7 @@ POLICY_FIELDS = (
     "w_importance",
     "saturation_hits",
     "fresh_start",
+    "past_due_half_life_hours",
     "session_idle_days",
     "summarise",
     "summarise_min_cluster",
@@ -169,6 +180,7 @@ def preset_values(name: str) -> dict:
         "w_importance": params.w_importance,
         "saturation_hits": params.saturation_hits,
         "fresh_start": params.fresh_start,
+        "past_due_half_life_hours": params.past_due_half_life_hours,
     }
     return values
 
@@ -227,6 +239,8 @@ class MemoryRecord(models.Model):
     category = models.CharField(max_length=32, blank=True)
     pinned = models.BooleanField(default=False)
     tokens = models.PositiveIntegerField(default=0)
+    # Commitments: when the importance starts to decay (PolicyParams.past_due_half_life).
+    due_at = models.DateTimeField(null=True, blank=True)
     is_summary = models.BooleanField(default=False)
     # For summaries: [{"record_id": .., "session_id": ..}, ...] of every merged source.
     summary_sources = models.JSONField(default=list, blank=True)
@@ -266,6 +280,7 @@ class MemoryRecord(models.Model):
             importance=self.importance,
             pinned=self.pinned,
             tokens=self.tokens,
+            due_at=self.due_at,
         )
 
 

@@ -4,7 +4,8 @@ score(r) = w_r * recency + w_f * frequency + w_i * importance, where
 
     recency    = 0.5 ** (hours since r.last_accessed_at / half_life_hours)
     frequency  = min(1, ln(1 + r.hits) / ln(1 + saturation_hits))
-    importance = assigned at write time, 0..1
+    importance = assigned at write time, 0..1; once a record is past its due date
+                 (commitments), it halves every ``past_due_half_life``
 
 victims = expired records, then the lowest scores until count <= max_records and
 tokens <= max_tokens, never a pinned record.
@@ -92,6 +93,9 @@ class PolicyParams:
     # How many half-lives old a new record starts (the article: 1, so that creation
     # does not count as a retrieval; measured, 0 answers more later questions).
     fresh_start: float = 0.0
+    # A commitment's importance halves this often once it is past its due date (an
+    # order delivered, an appointment kept); 0 keeps it for ever (the article).
+    past_due_half_life: timedelta = timedelta(days=14)
 
     def __post_init__(self) -> None:
         errors = validate_params(self)
@@ -101,6 +105,10 @@ class PolicyParams:
     @property
     def half_life_hours(self) -> float:
         return self.half_life.total_seconds() / 3600.0
+
+    @property
+    def past_due_half_life_hours(self) -> float:
+        return self.past_due_half_life.total_seconds() / 3600.0
 
 
 def validate_params(p: PolicyParams) -> list[str]:
@@ -130,6 +138,8 @@ def validate_params(p: PolicyParams) -> list[str]:
     )
     if not (math.isfinite(p.fresh_start) and 0 <= p.fresh_start <= 10):
         errors.append("fresh start must be from 0 to 10 half-lives")
+    if p.past_due_half_life < timedelta(0):
+        errors.append("the past-due half-life must be 0 (never decays) or positive")
     weights = (p.w_recency, p.w_frequency, p.w_importance)
     if any(not math.isfinite(w) or w < 0 for w in weights):
         errors.append("weights must be finite and at least 0")
@@ -151,6 +161,7 @@ class Record:
     importance: float = 0.0
     pinned: bool = False
     tokens: int = 0
+    due_at: datetime | None = None  # commitments: when importance starts to decay
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +188,7 @@ PRESET_FIELDS = (
     "w_importance",
     "saturation_hits",
     "fresh_start",
+    "past_due_half_life",
 )
 ARTICLE = "article"
 DEFAULT = "default"
@@ -189,6 +201,7 @@ PRESETS: dict[str, dict] = {
         "w_importance": 0.4,
         "saturation_hits": 100,
         "fresh_start": 1.0,
+        "past_due_half_life": timedelta(0),
     },
 }
 PRESET_DESCRIPTIONS = {
@@ -238,13 +251,22 @@ def fresh(
 
 
 def score_terms(
-    seconds_since_access: float, hits: int, importance: float, p: PolicyParams
+    seconds_since_access: float,
+    hits: int,
+    importance: float,
+    p: PolicyParams,
+    seconds_past_due: float | None = None,
 ) -> Score:
-    """The blended score from plain numbers (shared with the SQLite database function)."""
+    """The blended score from plain numbers (shared with the SQLite database function).
+
+    ``seconds_past_due`` is None for a record without a due date (negative: not due yet).
+    """
     # A record touched "after" now (a preview as of the past) counts as just touched.
     hours = max(0.0, seconds_since_access / 3600.0)
     recency = 0.5 ** (hours / p.half_life_hours)
     frequency = min(1.0, math.log1p(max(hits, 0)) / math.log1p(p.saturation_hits))
+    if seconds_past_due is not None and seconds_past_due > 0 and p.past_due_half_life_hours > 0:
+        importance = importance * 0.5 ** (seconds_past_due / 3600.0 / p.past_due_half_life_hours)
     total = p.w_recency * recency + p.w_frequency * frequency + p.w_importance * importance
     return Score(recency, frequency, importance, round(total, SCORE_DECIMALS))
 
@@ -259,8 +281,9 @@ class HybridPolicy:
         return not r.pinned and r.created_at + self.params.ttl < now
 
     def score(self, r: Record, now: datetime) -> Score:
+        past_due = None if r.due_at is None else (now - r.due_at).total_seconds()
         return score_terms(
-            (now - r.last_accessed_at).total_seconds(), r.hits, r.importance, self.params
+            (now - r.last_accessed_at).total_seconds(), r.hits, r.importance, self.params, past_due
         )
 
     def ranked(self, records: Iterable[Record], now: datetime) -> list[tuple[Record, Score]]:

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.db.models import BooleanField, Q, Value
 from django.utils.module_loading import import_string
 
-from . import erasure_guard, feedback
+from . import due, erasure_guard, feedback
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor
@@ -284,8 +284,13 @@ def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) 
         category=c.category,
         pinned=c.pinned,
         tokens=c.tokens,
+        due_at=_due_at(c.category, c.content, c.entry_timestamp or now),
         custom_metadata=c.custom_metadata,
     )
+
+
+def _due_at(category: str, content: str, said_at: datetime) -> datetime | None:
+    return due.due_at(content, said_at) if category == due.COMMITMENT else None
 
 
 def enforce(
@@ -457,6 +462,7 @@ def delete_records(app_name: str, user_id: str, now: datetime, record_id: int | 
                 "importance",
                 "pinned",
                 "tokens",
+                "due_at",
                 "dedupe_key",
             )
         ]
@@ -497,6 +503,9 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
                 "importance_rule",
                 "category",
                 "pinned",
+                "due_at",
+                "entry_timestamp",
+                "created_at",
             ):
                 d = pure_rules.decide(r.content, rules)
                 if d.importance is not None:
@@ -512,13 +521,24 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
                     )
                 pinned = r.pinned or d.pinned
                 old = (r.importance, r.importance_source, r.importance_rule, r.category)
-                if new != old or pinned != r.pinned:
+                due_at = r.due_at
+                if new[3] != r.category:  # a record becomes, or stops being, a commitment
+                    due_at = _due_at(new[3], r.content, r.entry_timestamp or r.created_at)
+                if new != old or pinned != r.pinned or due_at != r.due_at:
                     (r.importance, r.importance_source, r.importance_rule, r.category) = new
                     r.pinned = pinned
+                    r.due_at = due_at
                     updates.append(r)
             MemoryRecord.objects.bulk_update(
                 updates,
-                ["importance", "importance_source", "importance_rule", "category", "pinned"],
+                [
+                    "importance",
+                    "importance_source",
+                    "importance_rule",
+                    "category",
+                    "pinned",
+                    "due_at",
+                ],
                 batch_size=500,
             )
             changed += len(updates)

@@ -38,6 +38,7 @@ def rec(
     importance=0.5,
     pinned=False,
     tokens=10,
+    due=None,
 ):
     return Record(
         id=id,
@@ -47,6 +48,7 @@ def rec(
         importance=importance,
         pinned=pinned,
         tokens=tokens,
+        due_at=due,
     )
 
 
@@ -99,6 +101,37 @@ def test_fresh_start_is_a_setting_in_half_lives(start, recency):
     assert HybridPolicy(params).score(r, NOW).recency == pytest.approx(recency)
 
 
+# --- past-due decay -------------------------------------------------------------
+
+
+def test_a_commitment_past_its_due_date_loses_half_its_importance_each_half_life():
+    params = PolicyParams(past_due_half_life=timedelta(days=14))
+    policy = HybridPolicy(params)
+    importance = lambda due: policy.score(rec(1, importance=0.8, due=due), NOW).importance  # noqa: E731
+    assert importance(None) == 0.8  # not a commitment
+    assert importance(NOW + timedelta(days=3)) == 0.8  # not due yet
+    assert importance(NOW) == 0.8
+    assert importance(NOW - timedelta(days=14)) == pytest.approx(0.4)
+    assert importance(NOW - timedelta(days=28)) == pytest.approx(0.2)
+
+
+def test_without_a_past_due_half_life_importance_never_decays():
+    policy = HybridPolicy(PolicyParams(past_due_half_life=timedelta(0)))
+    r = rec(1, importance=0.75, due=NOW - timedelta(days=300))
+    assert policy.score(r, NOW).importance == 0.75
+    assert HybridPolicy(ARTICLE_PARAMS).score(r, NOW).importance == 0.75
+
+
+def test_a_stale_commitment_goes_before_a_fresh_note_of_lower_importance():
+    policy = HybridPolicy(PolicyParams(max_records=1, past_due_half_life=timedelta(days=14)))
+    stale = rec("delivered-order", importance=0.75, due=NOW - timedelta(days=60))
+    note = rec("note", importance=0.2)
+    assert policy.victim_ids([stale, note], NOW) == ["delivered-order"]
+    assert HybridPolicy(preset(ARTICLE, PolicyParams(max_records=1))).victim_ids(
+        [stale, note], NOW
+    ) == ["note"]
+
+
 # --- presets -------------------------------------------------------------------
 
 
@@ -111,6 +144,7 @@ def test_the_article_preset_is_the_articles_exact_policy():
         0.4,
     )
     assert (p.saturation_hits, p.fresh_start) == (100, 1.0)
+    assert p.past_due_half_life == timedelta(0)  # importance is set once, at write time
     assert (p.ttl, p.max_records, p.max_tokens) == (timedelta(days=365), 500, 40_000)
 
 
@@ -251,6 +285,7 @@ def test_empty_and_under_cap_give_no_victims():
         ({"max_records": 10**12}, "max records must be at most 1000000000"),
         ({"fresh_start": -1.0}, "fresh start must be from 0 to 10 half-lives"),
         ({"fresh_start": float("inf")}, "fresh start must be from 0 to 10 half-lives"),
+        ({"past_due_half_life": timedelta(hours=-1)}, "past-due half-life must be 0"),
     ],
 )
 def test_bad_params_are_refused_with_a_message(changes, message):

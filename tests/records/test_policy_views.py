@@ -100,14 +100,22 @@ def test_choosing_a_preset_reviews_then_saves_its_values_with_an_audit_entry(log
     client = login("ops", username="olga")
     data = values(pharmacy, preset=ARTICLE, step="review", note="compare with the article")
     review = client.post(url(), data, headers=HX).context["review"]
-    assert [name for name, _, _ in review["changes"]] == ["Fresh start (half-lives)"]
+    assert [name for name, _, _ in review["changes"]] == [
+        "Fresh start (half-lives)",
+        "Past-due half-life (hours)",
+    ]
     response = client.post(url(), {**data, "step": "confirm", "base_version": 2}, headers=HX)
     assert response.status_code == 200
     policy = Policy.objects.get(app_name="pharmacy")
     assert policy.preset == ARTICLE and policy.version == 3
     assert policy.params() == preset(ARTICLE, PolicyParams(max_records=300))
     entry = AuditEntry.objects.get()
-    assert entry.after == {"version": 3, "preset": ARTICLE, "fresh_start": 1.0}
+    assert entry.after == {
+        "version": 3,
+        "preset": ARTICLE,
+        "fresh_start": 1.0,
+        "past_due_half_life_hours": 0.0,
+    }
     assert PolicyVersion.objects.get(app_name="pharmacy", version=3).values["fresh_start"] == 1.0
 
 

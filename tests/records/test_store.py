@@ -43,6 +43,32 @@ def test_ingest_under_the_article_preset_starts_records_one_half_life_old():
     assert r.last_accessed_at == NOW - timedelta(days=30)
 
 
+def test_a_commitment_is_stored_with_its_due_date_and_decays_after_it():
+    said = NOW.timestamp()
+    ingest_texts(
+        [
+            text_event("Your appointment is booked for 12 June", ts=said),
+            text_event("I will send the form", ts=said),
+            text_event("I am allergic to penicillin", ts=said),
+        ]
+    )
+    booked, promise, allergy = MemoryRecord.objects.order_by("id")
+    assert booked.due_at == datetime(2026, 6, 13, tzinfo=UTC)
+    assert promise.due_at == NOW  # no date: due when it was said
+    assert allergy.due_at is None
+    later = NOW + timedelta(days=14)
+    [v] = store.select_victims("pharmacy", ["u1"], later, replace_caps(max_records=2))
+    assert v.id == promise.id and v.score.importance == pytest.approx(0.375)
+
+
+def replace_caps(**caps):
+    from dataclasses import replace
+
+    from records.policies import policy_for
+
+    return replace(policy_for("pharmacy").params(), **caps)
+
+
 def test_adding_the_same_session_twice_or_with_new_events_never_duplicates():
     s = session(["My name is Ana", "Order #42 is late"])
     from records.memory_service import add_session

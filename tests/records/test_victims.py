@@ -32,6 +32,7 @@ def random_records(rng, app, user, n):
                 importance=rng.choice([0.0, 0.1, 0.2, 0.5, 0.8, 1.0, rng.random()]),
                 pinned=rng.random() < 0.1,
                 tokens=rng.choice([0, 1, 20, 70, 300]),
+                due_at=rng.choice([None, None, NOW, NOW - age, NOW + timedelta(days=2)]),
             )
         )
     MemoryRecord.objects.bulk_create(objs)
@@ -48,6 +49,8 @@ def test_sql_selection_equals_pure_policy_on_random_data(seed):
         w_recency=0.4,
         w_frequency=0.2,
         w_importance=0.4,
+        fresh_start=rng.choice([0.0, 1.0]),
+        past_due_half_life=timedelta(hours=rng.choice([0, 24, 336])),
     )
     users = [f"u{i}" for i in range(3)]
     for user in users:
@@ -62,6 +65,7 @@ def test_sql_selection_equals_pure_policy_on_random_data(seed):
         for g, e in zip(got, expected, strict=True):
             assert g.score.total == pytest.approx(e.score.total, abs=1e-9)
             assert g.score.recency == pytest.approx(e.score.recency, rel=1e-9)
+            assert g.score.importance == pytest.approx(e.score.importance, abs=1e-12)
         # one user at a time gives the same answer as the whole-app pass
         single = select_victims("app", [user], NOW, params)
         assert [v.id for v in single] == [v.id for v in got]

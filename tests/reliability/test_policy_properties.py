@@ -36,6 +36,7 @@ def records(draw, max_size=60):
                 ),
                 pinned=draw(st.booleans()),
                 tokens=draw(st.integers(0, 2_000)),
+                due_at=draw(st.none() | instants),
             )
         )
     return out
@@ -56,10 +57,12 @@ def params(draw):
         w_frequency=w_f,
         w_importance=(1000 - a - b) / 1000,
         saturation_hits=draw(st.integers(1, 1000)),
+        past_due_half_life=timedelta(hours=draw(st.sampled_from([0, 1]) | st.floats(0, 24 * 400))),
     )
 
 
 @given(records(), params(), instants)
+@settings(suppress_health_check=[HealthCheck.too_slow])  # the test machine is shared
 def test_victims_respect_pins_caps_subset_expiry_and_determinism(rs, p, now):
     policy = HybridPolicy(p)
     victims = policy.victims(rs, now)
@@ -110,6 +113,7 @@ def _check_database_selection(rs, p, now):
             importance=r.importance,
             pinned=r.pinned,
             tokens=r.tokens,
+            due_at=r.due_at,
         )
         for r in rs
     )
