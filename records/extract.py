@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from . import rules as pure_rules
+from . import slots
 from .models import ImportanceSource
 from .storable import storable, storable_text
 from .timestamps import readable
@@ -45,6 +46,7 @@ class Candidate:
     pinned: bool
     tokens: int
     custom_metadata: dict = field(default_factory=dict)
+    slot: str = ""  # what the text states a value of (records.slots)
 
 
 def clean_text(text: str) -> str:
@@ -113,6 +115,7 @@ class Extractor:
             category=decision.category,
             pinned=pinned,
             tokens=self.count_tokens(text),
+            slot=slots.slot_of(text),
             **fields,
         )
 

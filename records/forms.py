@@ -24,6 +24,7 @@ POLICY_LABELS = {
     "saturation_hits": "Frequency saturation (hits)",
     "fresh_start": "Fresh start (half-lives)",
     "past_due_half_life_hours": "Past-due half-life (hours)",
+    "supersede": "Newer statements supersede older",
     "session_idle_days": "Session idle (days)",
     "summarise": "Summarise before evicting",
     "summarise_min_cluster": "Smallest cluster to summarise",

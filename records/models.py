@@ -52,6 +52,10 @@ class Policy(models.Model):
         default=DEFAULTS.past_due_half_life_hours,
         help_text="Past its due date, a commitment's importance halves this often (0: never).",
     )
+    supersede = models.BooleanField(
+        default=DEFAULTS.supersede,
+        help_text="A newer statement of a slot (e.g. the delivery address) retires the older.",
+    )
     session_idle_days = models.PositiveIntegerField(
         default=7, help_text="Sessions idle this long are retired by the sweeper."
     )
@@ -100,6 +104,7 @@ class Policy(models.Model):
             saturation_hits=self.saturation_hits,
             fresh_start=self.fresh_start,
             past_due_half_life=timedelta(hours=self.past_due_half_life_hours),
+            supersede=self.supersede,
         )
 
     @property
@@ -164,6 +169,7 @@ POLICY_FIELDS = (
     "saturation_hits",
     "fresh_start",
     "past_due_half_life_hours",
+    "supersede",
     "session_idle_days",
     "summarise",
     "summarise_min_cluster",
@@ -181,6 +187,7 @@ def preset_values(name: str) -> dict:
         "saturation_hits": params.saturation_hits,
         "fresh_start": params.fresh_start,
         "past_due_half_life_hours": params.past_due_half_life_hours,
+        "supersede": params.supersede,
     }
     return values
 
@@ -241,6 +248,10 @@ class MemoryRecord(models.Model):
     tokens = models.PositiveIntegerField(default=0)
     # Commitments: when the importance starts to decay (PolicyParams.past_due_half_life).
     due_at = models.DateTimeField(null=True, blank=True)
+    # What the record states a value of (records.slots); a newer statement supersedes it.
+    # NULL for most records (and so SQLite adds the column without rebuilding the table,
+    # which would drop the full-text and statistics triggers).
+    slot = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001 - NULL = none
     is_summary = models.BooleanField(default=False)
     # For summaries: [{"record_id": .., "session_id": ..}, ...] of every merged source.
     summary_sources = models.JSONField(default=list, blank=True)
@@ -252,6 +263,11 @@ class MemoryRecord(models.Model):
             models.Index(fields=["app_name", "created_at"], name="record_app_created"),
             models.Index(
                 fields=["app_name", "user_id", "source_session_id"], name="record_session"
+            ),
+            models.Index(
+                fields=["app_name", "user_id", "slot"],
+                name="record_slot",
+                condition=Q(slot__isnull=False),
             ),
         ]
         constraints = [
@@ -281,6 +297,8 @@ class MemoryRecord(models.Model):
             pinned=self.pinned,
             tokens=self.tokens,
             due_at=self.due_at,
+            slot=self.slot or "",
+            stated_at=self.entry_timestamp,
         )
 
 
@@ -423,6 +441,7 @@ class EvictionReason(models.TextChoices):
     TOKEN_CAP = pure.TOKEN_CAP, "token cap"
     MANUAL = "manual", "manual"
     SUMMARISED = "summarised", "summarised"
+    SUPERSEDED = pure.SUPERSEDED, "superseded"
 
 
 class EvictionEvent(models.Model):
@@ -443,6 +462,8 @@ class EvictionEvent(models.Model):
     # The evicted record's dedupe key (a hash of ids, not content), so that re-ingesting
     # its session does not bring an evicted memory back.
     dedupe_key = models.CharField(max_length=64, blank=True)
+    # Superseded: the id of the newer record that replaced this one (provenance).
+    superseded_by = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [

@@ -7,8 +7,9 @@ score(r) = w_r * recency + w_f * frequency + w_i * importance, where
     importance = assigned at write time, 0..1; once a record is past its due date
                  (commitments), it halves every ``past_due_half_life``
 
-victims = expired records, then the lowest scores until count <= max_records and
-tokens <= max_tokens, never a pinned record.
+victims = expired records, then superseded ones (an older statement of a slot, such as
+an old delivery address, when a newer one exists), then the lowest scores until
+count <= max_records and tokens <= max_tokens; never a pinned record.
 
 Named presets (``PRESETS``) hold the scoring settings: "article" is the article's exact
 policy, "default" the one measured best (see the README's "Memory quality").
@@ -24,6 +25,7 @@ from datetime import datetime, timedelta
 EXPIRED = "expired"
 RECORD_CAP = "record_cap"
 TOKEN_CAP = "token_cap"  # noqa: S105 - a reason, not a secret
+SUPERSEDED = "superseded"
 
 # Scores are rounded before they are compared, so that Python and the database,
 # which evaluate the same formula with different floating-point libraries,
@@ -96,6 +98,9 @@ class PolicyParams:
     # A commitment's importance halves this often once it is past its due date (an
     # order delivered, an appointment kept); 0 keeps it for ever (the article).
     past_due_half_life: timedelta = timedelta(days=14)
+    # A newer statement of a slot (records.slots) retires the older ones (the article:
+    # no; every statement stays until it scores lowest).
+    supersede: bool = True
 
     def __post_init__(self) -> None:
         errors = validate_params(self)
@@ -162,6 +167,12 @@ class Record:
     pinned: bool = False
     tokens: int = 0
     due_at: datetime | None = None  # commitments: when importance starts to decay
+    slot: str = ""  # what the record states a value of (records.slots), if anything
+    stated_at: datetime | None = None  # when it was said; None: created_at
+
+    @property
+    def said_at(self) -> datetime:
+        return self.created_at if self.stated_at is None else self.stated_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +186,10 @@ class Score:
 @dataclass(frozen=True, slots=True)
 class Victim:
     id: int | str
-    reason: str  # EXPIRED, RECORD_CAP or TOKEN_CAP
+    reason: str  # EXPIRED, SUPERSEDED, RECORD_CAP or TOKEN_CAP
     score: Score
     tokens: int
+    superseded_by: int | str | None = None  # SUPERSEDED: the newer record's id
 
 
 # The settings a preset decides; caps and TTL stay each app's own sizing.
@@ -189,6 +201,7 @@ PRESET_FIELDS = (
     "saturation_hits",
     "fresh_start",
     "past_due_half_life",
+    "supersede",
 )
 ARTICLE = "article"
 DEFAULT = "default"
@@ -202,6 +215,7 @@ PRESETS: dict[str, dict] = {
         "saturation_hits": 100,
         "fresh_start": 1.0,
         "past_due_half_life": timedelta(0),
+        "supersede": False,
     },
 }
 PRESET_DESCRIPTIONS = {
@@ -292,6 +306,20 @@ class HybridPolicy:
         live.sort(key=lambda rs: (rs[1].total, rs[0].last_accessed_at, rs[0].created_at, rs[0].id))
         return live
 
+    def superseded(self, records: Iterable[Record], now: datetime) -> dict[int | str, int | str]:
+        """{id of an unpinned live record: id of the newest live record of its slot}."""
+        if not self.params.supersede:
+            return {}
+        newest: dict[str, Record] = {}
+        slotted = [r for r in records if r.slot and not self.expired(r, now)]
+        for r in slotted:
+            best = newest.get(r.slot)
+            if best is None or (r.said_at, r.id) > (best.said_at, best.id):
+                newest[r.slot] = r
+        return {
+            r.id: newest[r.slot].id for r in slotted if not r.pinned and r.id != newest[r.slot].id
+        }
+
     def victims(self, records: Sequence[Record], now: datetime) -> list[Victim]:
         p = self.params
         out: list[Victim] = []
@@ -302,7 +330,14 @@ class HybridPolicy:
             else:
                 live_records.append(r)
         out.sort(key=lambda v: v.id)  # expired first, in id order whatever the input order
-        ranked = self.ranked(live_records, now)
+        newer = self.superseded(live_records, now)
+        retired = [
+            Victim(r.id, SUPERSEDED, self.score(r, now), r.tokens, newer[r.id])
+            for r in live_records
+            if r.id in newer
+        ]
+        out.extend(sorted(retired, key=lambda v: v.id))
+        ranked = self.ranked([r for r in live_records if r.id not in newer], now)
         count = len(ranked)
         tokens = sum(r.tokens for r, _ in ranked)
         for r, s in ranked:

@@ -285,6 +285,7 @@ def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) 
         pinned=c.pinned,
         tokens=c.tokens,
         due_at=_due_at(c.category, c.content, c.entry_timestamp or now),
+        slot=c.slot or None,
         custom_metadata=c.custom_metadata,
     )
 
@@ -386,11 +387,12 @@ def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> No
                 f"""
                 INSERT INTO {table} (record_id, app_name, user_id, reason, recency,
                     frequency, importance, score, tokens, policy_version, run_id,
-                    evicted_at, dedupe_key)
-                SELECT v.id, %s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %s, %s, %s, v.k
+                    evicted_at, dedupe_key, superseded_by)
+                SELECT v.id, %s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %s, %s, %s, v.k, v.n
                 FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[], %s::float8[],
-                            %s::float8[], %s::float8[], %s::integer[], %s::text[])
-                     AS v(id, u, reason, r, f, i, s, t, k)
+                            %s::float8[], %s::float8[], %s::integer[], %s::text[],
+                            %s::bigint[])
+                     AS v(id, u, reason, r, f, i, s, t, k, n)
                 """,
                 [
                     app_name,
@@ -406,6 +408,7 @@ def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> No
                     [v.score.total for v in victims],
                     [v.tokens for v in victims],
                     [v.dedupe_key for v in victims],
+                    [v.superseded_by for v in victims],
                 ],
             )
         return
@@ -425,6 +428,7 @@ def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> No
                 run_id=run_id,
                 evicted_at=now,
                 dedupe_key=v.dedupe_key,
+                superseded_by=v.superseded_by,
             )
             for v in victims
         ],
@@ -432,7 +436,8 @@ def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> No
     )
 
 
-# Policy evictions may be regretted; manual deletes and summarised records may not.
+# Policy evictions may be regretted; manual deletes, summarised and superseded records
+# (a newer statement replaced them) may not.
 REGRET_REASONS = {EvictionReason.EXPIRED, EvictionReason.RECORD_CAP, EvictionReason.TOKEN_CAP}
 
 
@@ -463,6 +468,8 @@ def delete_records(app_name: str, user_id: str, now: datetime, record_id: int | 
                 "pinned",
                 "tokens",
                 "due_at",
+                "slot",
+                "entry_timestamp",
                 "dedupe_key",
             )
         ]

@@ -38,6 +38,7 @@ class SelectedVictim:
     score: pure.Score
     dedupe_key: str
     session_id: str = ""
+    superseded_by: int | None = None  # reason "superseded": the newer record's id
 
 
 # --- SQLite: the policy's own arithmetic as database functions ----------------------
@@ -153,6 +154,7 @@ def _base_params(app_name: str, now: datetime, p: pure.PolicyParams) -> dict:
         "wf": p.w_frequency,
         "wi": p.w_importance,
         "dhl": p.past_due_half_life_hours,
+        "sup": p.supersede,
         "maxr": p.max_records,
         "maxt": p.max_tokens,
     }
@@ -188,9 +190,38 @@ def _expired_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     sql = f"""
         SELECT id, user_id, tokens, {recency} AS recency, {frequency} AS frequency,
                {importance} AS importance, {score} AS score, dedupe_key, source_session_id,
-               'expired' AS reason, 0 AS k
+               'expired' AS reason, 0 AS k, CAST(NULL AS BIGINT) AS superseded_by
         FROM {TABLE}
         WHERE app_name = %(app)s {user_sql} AND NOT pinned AND created_at < %(cutoff)s
+    """
+    return sql, params
+
+
+def _superseded_ids(user_sql: str) -> str:
+    """(id, newer): every unpinned live record with a slot and the newest live record of
+    that slot when it is not the newest itself (stated time, then id). Empty unless the
+    policy supersedes (``sup``)."""
+    return f"""
+        SELECT id, newer FROM (
+            SELECT id, pinned, row_number() OVER w AS rn, first_value(id) OVER w AS newer
+            FROM {TABLE}
+            WHERE app_name = %(app)s {user_sql} AND %(sup)s AND slot IS NOT NULL AND slot <> ''
+              AND (pinned OR created_at >= %(cutoff)s)
+            WINDOW w AS (PARTITION BY user_id, slot
+                         ORDER BY COALESCE(entry_timestamp, created_at) DESC, id DESC)
+        ) AS s WHERE rn > 1 AND NOT pinned"""
+
+
+def _superseded_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
+    params = _base_params(app_name, now, p)
+    user_sql = _user_filter(user_ids, params)
+    recency, frequency, importance, score = _score_sql("m")
+    sql = f"""
+        SELECT m.id, m.user_id, m.tokens, {recency} AS recency, {frequency} AS frequency,
+               {importance} AS importance, {score} AS score, m.dedupe_key,
+               m.source_session_id, 'superseded' AS reason, 0 AS k, s.newer AS superseded_by
+        FROM ({_superseded_ids(user_sql)}) AS s
+        JOIN {TABLE} m ON m.id = s.id
     """
     return sql, params
 
@@ -234,7 +265,7 @@ def _ranked_victims(recency: str, frequency: str, importance: str, victim_rows: 
                {importance} AS importance, r.score, m.dedupe_key, m.source_session_id,
                CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
                  AS reason,
-               r.k
+               r.k, CAST(NULL AS BIGINT) AS superseded_by
         FROM ranked r
         JOIN totals ON totals.user_id = r.user_id
         {victim_rows}
@@ -260,10 +291,12 @@ def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     else:
         victim_rows = f"JOIN {TABLE} m ON m.id = r.id"
     sql = f"""
-        WITH totals AS (
+        WITH superseded AS ({_superseded_ids(user_sql)}),
+        totals AS (
             SELECT user_id, count(*) AS n, sum(tokens) AS s
             FROM {TABLE}
             WHERE app_name = %(app)s {user_sql} AND (pinned OR created_at >= %(cutoff)s)
+              AND id NOT IN (SELECT id FROM superseded)
             GROUP BY user_id
             HAVING count(*) > %(maxr)s OR sum(tokens) > %(maxt)s
         ),
@@ -277,6 +310,7 @@ def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
                 WHERE app_name = %(app)s {user_sql} AND NOT pinned
                   AND created_at >= %(cutoff)s
                   AND user_id IN (SELECT user_id FROM totals)
+                  AND id NOT IN (SELECT id FROM superseded)
             ) AS c
 {_ranked_victims(recency, frequency, importance, victim_rows)}"""
     return sql, params
@@ -297,13 +331,14 @@ def _pg_one_user_cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
     recency, frequency, importance, _ = _score_sql("m")
-    unpinned = "NOT pinned AND created_at >= %(cutoff)s"
+    unpinned = "NOT pinned AND created_at >= %(cutoff)s AND id NOT IN (SELECT id FROM superseded)"
     min_positive = f"min(tokens) FILTER (WHERE {unpinned} AND tokens > 0)"
     # One user: an aggregate without GROUP BY, which the planner knows is one row (with
     # GROUP BY it guessed ~100 users, costed ~100 rankings and paid JIT compilation,
     # ~35 ms, on every ingest).
     sql = f"""
-        WITH totals AS (
+        WITH superseded AS ({_superseded_ids(user_sql)}),
+        totals AS (
             SELECT %(user)s::text AS user_id, count(*) AS n, sum(tokens) AS s,
                    greatest(count(*) - %(maxr)s, CASE
                      WHEN sum(tokens) <= %(maxt)s THEN 0
@@ -313,6 +348,7 @@ def _pg_one_user_cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
                    END) AS lim
             FROM {TABLE}
             WHERE app_name = %(app)s {user_sql} AND (pinned OR created_at >= %(cutoff)s)
+              AND id NOT IN (SELECT id FROM superseded)
             HAVING count(*) > %(maxr)s OR sum(tokens) > %(maxt)s
         ),
         ranked AS (
@@ -369,13 +405,12 @@ def count_victims(
     The same selection as select_victims, aggregated in the database, so previewing a
     policy change over a large app returns a handful of numbers, not every victim.
     """
-    expired, params = _expired_sql(app_name, user_ids, now, p)
-    capped, cap_params = _cap_sql(app_name, user_ids, now, p)
-    # Both parts take the same named parameters, so one mapping serves the union.
-    params.update(cap_params)
+    expired, superseded, capped, params = _parts(app_name, user_ids, now, p)
     sql = f"""
         SELECT v.reason, count(*), count(DISTINCT v.user_id), coalesce(sum(v.tokens), 0)
         FROM (SELECT reason, user_id, tokens FROM ({expired}) AS e
+              UNION ALL
+              SELECT reason, user_id, tokens FROM ({superseded}) AS s
               UNION ALL
               SELECT reason, user_id, tokens FROM ({capped}) AS c) AS v
         GROUP BY v.reason
@@ -383,6 +418,8 @@ def count_victims(
     users_sql = f"""
         SELECT count(DISTINCT v.user_id)
         FROM (SELECT user_id FROM ({expired}) AS e
+              UNION ALL
+              SELECT user_id FROM ({superseded}) AS s
               UNION ALL
               SELECT user_id FROM ({capped}) AS c) AS v
     """
@@ -407,7 +444,7 @@ def _fetch(sql: str, params: dict) -> list[SelectedVictim]:
     out = []
     for row in rows:
         id, user_id, tokens, recency, frequency, importance, score, key, session_id = row[:9]
-        reason = row[9]
+        reason, superseded_by = row[9], row[11]
         out.append(
             SelectedVictim(
                 id=id,
@@ -417,26 +454,39 @@ def _fetch(sql: str, params: dict) -> list[SelectedVictim]:
                 score=pure.Score(float(recency), float(frequency), importance, float(score)),
                 dedupe_key=key or "",
                 session_id=session_id or "",
+                superseded_by=superseded_by,
             )
         )
     return out
 
 
+def _parts(app_name, user_ids, now, p) -> tuple[str, str, str, dict]:
+    """The expired, superseded and cap selections, which take the same named parameters
+    (so one mapping serves their union)."""
+    expired, params = _expired_sql(app_name, user_ids, now, p)
+    superseded, superseded_params = _superseded_sql(app_name, user_ids, now, p)
+    capped, cap_params = _cap_sql(app_name, user_ids, now, p)
+    params.update(superseded_params)
+    params.update(cap_params)
+    return expired, superseded, capped, params
+
+
 def select_victims(
     app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
 ) -> list[SelectedVictim]:
-    """Expired records, then cap victims, for one user, some users, or (None) every user.
+    """Expired records, then superseded ones, then cap victims, for one user, some users,
+    or (None) every user.
 
     One statement (enforcement runs it on every ingest: a round trip saved counts).
     """
-    expired, params = _expired_sql(app_name, user_ids, now, p)
-    capped, cap_params = _cap_sql(app_name, user_ids, now, p)
-    params.update(cap_params)  # the same names and values
+    expired, superseded, capped, params = _parts(app_name, user_ids, now, p)
     sql = f"""
         SELECT * FROM (
             SELECT e.*, 0 AS part_, e.id AS order_ FROM ({expired}) AS e
             UNION ALL
-            SELECT c.*, 1 AS part_, c.k AS order_ FROM ({capped}) AS c
+            SELECT s.*, 1 AS part_, s.id AS order_ FROM ({superseded}) AS s
+            UNION ALL
+            SELECT c.*, 2 AS part_, c.k AS order_ FROM ({capped}) AS c
         ) AS v
         ORDER BY v.part_, v.user_id, v.order_
     """
@@ -456,9 +506,11 @@ def select_victims_python(
         "pinned",
         "tokens",
         "due_at",
+        "slot",
+        "entry_timestamp",
     )
     records = [
-        pure.Record(*row)
+        pure.Record(*row[:8], row[8] or "", row[9])
         for row in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
         .order_by("id")
         .values_list(*fields)

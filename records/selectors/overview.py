@@ -45,6 +45,7 @@ EVICTION_REASONS = (
     pure.TOKEN_CAP,
     EvictionReason.MANUAL.value,
     EvictionReason.SUMMARISED.value,
+    EvictionReason.SUPERSEDED.value,
 )
 
 

@@ -12,6 +12,7 @@ from records.policy import (
     PRESET_FIELDS,
     PRESETS,
     RECORD_CAP,
+    SUPERSEDED,
     TOKEN_CAP,
     HybridPolicy,
     PolicyError,
@@ -39,6 +40,8 @@ def rec(
     pinned=False,
     tokens=10,
     due=None,
+    slot="",
+    said=None,
 ):
     return Record(
         id=id,
@@ -49,6 +52,8 @@ def rec(
         pinned=pinned,
         tokens=tokens,
         due_at=due,
+        slot=slot,
+        stated_at=said,
     )
 
 
@@ -132,6 +137,59 @@ def test_a_stale_commitment_goes_before_a_fresh_note_of_lower_importance():
     ) == ["note"]
 
 
+# --- supersession ----------------------------------------------------------------
+
+
+def address(id, said_days_ago, **kw):
+    return rec(id, slot="delivery-address", said=NOW - timedelta(days=said_days_ago), **kw)
+
+
+def test_a_newer_statement_of_a_slot_retires_the_older_ones_even_under_the_caps():
+    policy = HybridPolicy(PolicyParams(supersede=True))
+    # the old address was read often and scores higher: it goes all the same
+    records = [address("old", 90, hits=40), address("older", 200), address("new", 2), rec("x")]
+    victims = policy.victims(records, NOW)
+    assert [(v.id, v.reason, v.superseded_by) for v in victims] == [
+        ("old", SUPERSEDED, "new"),
+        ("older", SUPERSEDED, "new"),
+    ]
+
+
+def test_the_time_said_decides_not_the_time_stored():
+    # an older session ingested late: its address is still the older one
+    late = Record("late", NOW, NOW, stated_at=NOW - timedelta(days=30), slot="delivery-address")
+    current = address("current", 5, age=timedelta(days=5))
+    victims = HybridPolicy(PolicyParams(supersede=True)).victims([late, current], NOW)
+    assert [(v.id, v.superseded_by) for v in victims] == [("late", "current")]
+
+
+def test_supersession_keeps_pins_and_other_slots_and_needs_the_setting():
+    records = [
+        address("pinned-old", 90, pinned=True),
+        address("new", 2),
+        rec("phone", slot="phone", said=NOW - timedelta(days=100)),
+    ]
+    assert HybridPolicy(PolicyParams(supersede=True)).victims(records, NOW) == []
+    old = [address("old", 90), address("new", 2)]
+    assert HybridPolicy(PolicyParams(supersede=False)).victims(old, NOW) == []
+    assert HybridPolicy(ARTICLE_PARAMS).victims(old, NOW) == []
+
+
+def test_superseded_records_do_not_count_against_the_caps():
+    policy = HybridPolicy(PolicyParams(supersede=True, max_records=2))
+    records = [address("old", 90), address("new", 2), rec("a", importance=0.1), rec("b")]
+    assert [(v.id, v.reason) for v in policy.victims(records, NOW)] == [
+        ("old", SUPERSEDED),
+        ("a", RECORD_CAP),
+    ]
+
+
+def test_an_expired_statement_supersedes_nothing():
+    records = [address("old", 90), address("new", 2, age=timedelta(days=400))]
+    victims = HybridPolicy(PolicyParams(supersede=True)).victims(records, NOW)
+    assert [(v.id, v.reason) for v in victims] == [("new", EXPIRED)]
+
+
 # --- presets -------------------------------------------------------------------
 
 
@@ -145,6 +203,7 @@ def test_the_article_preset_is_the_articles_exact_policy():
     )
     assert (p.saturation_hits, p.fresh_start) == (100, 1.0)
     assert p.past_due_half_life == timedelta(0)  # importance is set once, at write time
+    assert p.supersede is False
     assert (p.ttl, p.max_records, p.max_tokens) == (timedelta(days=365), 500, 40_000)
 
 

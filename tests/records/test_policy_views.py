@@ -103,6 +103,7 @@ def test_choosing_a_preset_reviews_then_saves_its_values_with_an_audit_entry(log
     assert [name for name, _, _ in review["changes"]] == [
         "Fresh start (half-lives)",
         "Past-due half-life (hours)",
+        "Newer statements supersede older",
     ]
     response = client.post(url(), {**data, "step": "confirm", "base_version": 2}, headers=HX)
     assert response.status_code == 200
@@ -115,6 +116,7 @@ def test_choosing_a_preset_reviews_then_saves_its_values_with_an_audit_entry(log
         "preset": ARTICLE,
         "fresh_start": 1.0,
         "past_due_half_life_hours": 0.0,
+        "supersede": False,
     }
     assert PolicyVersion.objects.get(app_name="pharmacy", version=3).values["fresh_start"] == 1.0
 

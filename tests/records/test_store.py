@@ -61,6 +61,40 @@ def test_a_commitment_is_stored_with_its_due_date_and_decays_after_it():
     assert v.id == promise.id and v.score.importance == pytest.approx(0.375)
 
 
+def test_a_new_delivery_address_retires_the_old_one_with_its_provenance():
+    first = text_event("Please deliver to 4 Mill Lane, Leeds LS1 2AB.", ts=NOW.timestamp())
+    ingest_texts([first], sid="s1")
+    [old] = MemoryRecord.objects.all()
+    store.search("pharmacy", "u1", "delivery address", NOW)  # read, so it scores well
+    later = NOW + timedelta(days=40)
+    said = later.timestamp()
+    ingest_texts(
+        [
+            text_event("I've moved; my new delivery address is 12 High St, York.", ts=said),
+            text_event("Done, I've updated the delivery address on your account.", ts=said),
+        ],
+        sid="s2",
+        now=later,
+    )
+    new, confirmation = MemoryRecord.objects.order_by("id")
+    assert (new.slot, confirmation.slot) == ("delivery-address", None)
+    event = EvictionEvent.objects.get()
+    assert (event.record_id, event.reason, event.superseded_by) == (old.id, "superseded", new.id)
+    assert event.dedupe_key == old.dedupe_key  # re-ingesting s1 does not bring it back
+    found = store.search("pharmacy", "u1", "What is my delivery address?", later)
+    assert new.id in [r.id for r in found] and old.id not in [r.id for r in found]
+
+
+def test_under_the_article_preset_the_old_address_stays():
+    update_policy("pharmacy", preset_values(ARTICLE))
+    ingest_texts([text_event("Please deliver to 4 Mill Lane.", ts=NOW.timestamp())], sid="s1")
+    later = NOW + timedelta(days=1)
+    ingest_texts(
+        [text_event("My new address is 12 High St.", ts=later.timestamp())], sid="s2", now=later
+    )
+    assert MemoryRecord.objects.count() == 2 and not EvictionEvent.objects.exists()
+
+
 def replace_caps(**caps):
     from dataclasses import replace
 
