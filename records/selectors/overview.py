@@ -178,6 +178,21 @@ def users_over_caps() -> dict[str, int]:
         return dict(cursor.fetchall())
 
 
+def users_pinned_over_cap() -> dict[str, int]:
+    """Per app: users whose pinned records alone exceed the record cap. Pins are never
+    evicted, so for them the cap cannot hold; the pin rules or the cap need a look."""
+    stats = connection.ops.quote_name(UserMemoryStats._meta.db_table)
+    table = connection.ops.quote_name(Policy._meta.db_table)
+    sql = (
+        f"SELECT s.app_name, COUNT(*) FROM {stats} AS s LEFT JOIN {table} AS p "  # noqa: S608
+        f"ON p.app_name = s.app_name WHERE s.pinned > COALESCE(p.max_records, %s) "
+        f"GROUP BY s.app_name"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (DEFAULT_MAX_RECORDS,))
+        return dict(cursor.fetchall())
+
+
 def session_event_spread() -> dict[str, Spread]:
     """Per app: events per session (p50/p99/max)."""
     spreads = spread_by_group(
