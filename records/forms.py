@@ -25,6 +25,7 @@ POLICY_LABELS = {
     "fresh_start": "Fresh start (half-lives)",
     "past_due_half_life_hours": "Past-due half-life (hours)",
     "supersede": "Newer statements supersede older",
+    "information_importance": "Importance from information (unmatched text)",
     "session_idle_days": "Session idle (days)",
     "summarise": "Summarise before evicting",
     "summarise_min_cluster": "Smallest cluster to summarise",

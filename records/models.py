@@ -56,6 +56,10 @@ class Policy(models.Model):
         default=DEFAULTS.supersede,
         help_text="A newer statement of a slot (e.g. the delivery address) retires the older.",
     )
+    information_importance = models.BooleanField(
+        default=DEFAULTS.information_importance,
+        help_text="Text no rule matches scores by the information it carries (else 0.2).",
+    )
     session_idle_days = models.PositiveIntegerField(
         default=7, help_text="Sessions idle this long are retired by the sweeper."
     )
@@ -105,6 +109,7 @@ class Policy(models.Model):
             fresh_start=self.fresh_start,
             past_due_half_life=timedelta(hours=self.past_due_half_life_hours),
             supersede=self.supersede,
+            information_importance=self.information_importance,
         )
 
     @property
@@ -170,6 +175,7 @@ POLICY_FIELDS = (
     "fresh_start",
     "past_due_half_life_hours",
     "supersede",
+    "information_importance",
     "session_idle_days",
     "summarise",
     "summarise_min_cluster",
@@ -188,6 +194,7 @@ def preset_values(name: str) -> dict:
         "fresh_start": params.fresh_start,
         "past_due_half_life_hours": params.past_due_half_life_hours,
         "supersede": params.supersede,
+        "information_importance": params.information_importance,
     }
     return values
 

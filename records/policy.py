@@ -101,6 +101,9 @@ class PolicyParams:
     # A newer statement of a slot (records.slots) retires the older ones (the article:
     # no; every statement stays until it scores lowest).
     supersede: bool = True
+    # Text no rule matches gets importance from the information it carries (0.05-0.45,
+    # records.information) instead of one flat value (the article: 0.2 for all).
+    information_importance: bool = True
 
     def __post_init__(self) -> None:
         errors = validate_params(self)
@@ -202,6 +205,7 @@ PRESET_FIELDS = (
     "fresh_start",
     "past_due_half_life",
     "supersede",
+    "information_importance",
 )
 ARTICLE = "article"
 DEFAULT = "default"
@@ -216,6 +220,7 @@ PRESETS: dict[str, dict] = {
         "fresh_start": 1.0,
         "past_due_half_life": timedelta(0),
         "supersede": False,
+        "information_importance": False,
     },
 }
 PRESET_DESCRIPTIONS = {

@@ -4,37 +4,45 @@ Pure Python, text in, slot name out. When a user gives a new value of a slot, th
 statement is superseded: enforcement retires it (``PolicyParams.supersede``), so an old
 address neither outlives the new one nor is returned ahead of it. A slot needs both
 the phrase and a value in the same text, so "I've updated the delivery address on
-your account" (no value) or a question about the slot supersedes nothing.
+your account" (no value) or a question about the slot supersedes nothing. Patterns run
+on RE2: linear in the text, whatever the text.
 """
 
 from __future__ import annotations
 
-import re
+import re2
+
+_OPTIONS = re2.Options()
+_OPTIONS.case_sensitive = False
+_OPTIONS.never_capture = True
+
+
+def _compile(pattern: str):
+    return re2.compile(pattern, _OPTIONS)
+
 
 # (slot, phrase that names it, the value that must come with it); the first match wins.
-_SLOTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
+_SLOTS = (
     (
         "delivery-address",
-        re.compile(
+        _compile(
             r"\b(?:deliver(?:y|ies)? (?:to|address)|ship(?:ping)? (?:to|address)|"
             r"send (?:it|them|orders?|parcels?) to|(?:my|our) (?:new |home |postal )?address|"
-            r"(?:i|we)(?:'ve| have)? moved to)\b",
-            re.IGNORECASE,
+            r"(?:i|we)(?:'ve| have)? moved to)\b"
         ),
-        re.compile(r"\d"),  # a house number or postcode
+        _compile(r"\d"),  # a house number or postcode
     ),
     (
         "phone",
-        re.compile(
-            r"\b(?:my|our) (?:new )?(?:phone|mobile|telephone)(?: number)? (?:is|has changed)",
-            re.IGNORECASE,
+        _compile(
+            r"\b(?:my|our) (?:new )?(?:phone|mobile|telephone)(?: number)? (?:is|has changed)"
         ),
-        re.compile(r"\d{3}"),
+        _compile(r"\d{3}"),
     ),
     (
         "email",
-        re.compile(r"\b(?:my|our) (?:new )?e-?mail(?: address)? (?:is|has changed)", re.I),
-        re.compile(r"\S@\S+\.\w"),
+        _compile(r"\b(?:my|our) (?:new )?e-?mail(?: address)? (?:is|has changed)"),
+        _compile(r"\S@\S+\.\w"),
     ),
 )
 

@@ -22,7 +22,7 @@ from django.utils.module_loading import import_string
 from . import due, erasure_guard, feedback
 from . import policy as pure
 from . import rules as pure_rules
-from .extract import Candidate, Extractor
+from .extract import Candidate, Extractor, unmatched_importance
 from .locks import acquire_user_lock, user_lock, user_lock_key
 from .models import (
     APP_NAME_MAX,
@@ -94,7 +94,10 @@ def _classifier():
 
 
 def extractor_for(app_name: str) -> Extractor:
-    return Extractor(active_rules(app_name), token_counter(), _classifier())
+    information = policy_for(app_name).information_importance
+    return Extractor(
+        active_rules(app_name), token_counter(), _classifier(), information=information
+    )
 
 
 # --- ingest and enforcement --------------------------------------------------------------
@@ -495,6 +498,7 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
         )
     )
     keep = {ImportanceSource.STAFF, ImportanceSource.CALLER}
+    information = policy_for(app_name).information_importance
     changed = 0
     for user in users:
         with user_lock(app_name, user):
@@ -520,12 +524,7 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
                 elif r.importance_source == ImportanceSource.CLASSIFIER:
                     new = (r.importance, r.importance_source, r.importance_rule, d.category)
                 else:
-                    new = (
-                        pure_rules.UNMATCHED_IMPORTANCE,
-                        ImportanceSource.DEFAULT,
-                        "",
-                        d.category,
-                    )
+                    new = (*unmatched_importance(r.content, information=information), d.category)
                 pinned = r.pinned or d.pinned
                 old = (r.importance, r.importance_source, r.importance_rule, r.category)
                 due_at = r.due_at

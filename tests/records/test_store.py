@@ -7,6 +7,7 @@ from django.db import IntegrityError
 
 from records import store
 from records.extract import Candidate
+from records.information import information_importance
 from records.models import EvictionEvent, ImportanceRule, MemoryRecord, preset_values
 from records.policies import update_policy
 from records.policy import ARTICLE
@@ -93,6 +94,19 @@ def test_under_the_article_preset_the_old_address_stays():
         [text_event("My new address is 12 High St.", ts=later.timestamp())], sid="s2", now=later
     )
     assert MemoryRecord.objects.count() == 2 and not EvictionEvent.objects.exists()
+
+
+def test_text_no_rule_matches_scores_by_its_information_under_the_default():
+    ingest_texts(["Let me check that for you.", "We are off to Lisbon for the wedding on 14 May"])
+    filler, trip = MemoryRecord.objects.order_by("id")
+    assert filler.importance < trip.importance < 0.5
+    assert (trip.importance_source, trip.importance_rule) == ("default", "information")
+
+
+def test_under_the_article_preset_unmatched_text_gets_the_flat_importance():
+    update_policy("pharmacy", preset_values(ARTICLE))
+    ingest_texts(["Let me check that for you.", "We are off to Lisbon for the wedding on 14 May"])
+    assert {(r.importance, r.importance_rule) for r in MemoryRecord.objects.all()} == {(0.2, "")}
 
 
 def replace_caps(**caps):
@@ -267,7 +281,8 @@ def test_staff_rules_apply_to_new_records_only():
     )
     ingest_texts(["The courier left it at the door again"], sid="after")
     before, after = MemoryRecord.objects.order_by("id")
-    assert (before.importance, before.pinned) == (0.2, False)
+    unmatched = information_importance("The courier left it at the door")
+    assert (before.importance, before.pinned) == (unmatched, False)
     assert (after.importance, after.pinned, after.importance_rule) == (0.7, True, "courier")
     # a rule for another app changes nothing here
     ImportanceRule.objects.create(app_name="travel", name="door", pattern="door", importance=1.0)
@@ -312,10 +327,14 @@ def test_rescore_applies_changed_rules_but_keeps_staff_values_and_pins():
     name = MemoryRecord.objects.get(content="My name is Ana")
     staff.refresh_from_db()
     assert (courier.importance, courier.pinned, courier.importance_rule) == (0.7, True, "courier")
-    assert (name.importance, name.importance_source) == (0.2, "default")  # its rule was disabled
+    # its rule was disabled: what the text carries
+    assert (name.importance, name.importance_source) == (
+        information_importance("My name is Ana"),
+        "default",
+    )
     assert (staff.importance, staff.importance_source) == (0.33, "staff")
     # removing the pinning rule never unpins
     ImportanceRule.objects.filter(name="courier").delete()
     assert store.rescore("pharmacy", "u1") == 1
     courier.refresh_from_db()
-    assert (courier.importance, courier.pinned) == (0.2, True)
+    assert (courier.importance, courier.pinned) == (information_importance(courier.content), True)
