@@ -90,7 +90,7 @@ def test_new_apps_get_the_default_preset_and_the_pages_say_so(login, pharmacy):
     assert pharmacy.params() == PolicyParams()
     client = login("support")
     assert "<td>default</td>" in client.get(reverse("records:policies")).content.decode()
-    update_policy("pharmacy", {"w_recency": 0.5, "w_importance": 0.3})
+    update_policy("pharmacy", {"w_recency": 0.6, "w_importance": 0.4})
     assert "<td>custom</td>" in client.get(reverse("records:policies")).content.decode()
 
 
@@ -100,11 +100,15 @@ def test_choosing_a_preset_reviews_then_saves_its_values_with_an_audit_entry(log
     client = login("ops", username="olga")
     data = values(pharmacy, preset=ARTICLE, step="review", note="compare with the article")
     review = client.post(url(), data, headers=HX).context["review"]
-    assert [name for name, _, _ in review["changes"]] == [
+    assert {name for name, _, _ in review["changes"]} == {
+        "Recency weight",
+        "Frequency weight",
+        "Importance weight",
         "Fresh start (half-lives)",
         "Past-due half-life (hours)",
         "Newer statements supersede older",
-    ]
+        "Importance from information (unmatched text)",
+    }
     response = client.post(url(), {**data, "step": "confirm", "base_version": 2}, headers=HX)
     assert response.status_code == 200
     policy = Policy.objects.get(app_name="pharmacy")
@@ -114,9 +118,13 @@ def test_choosing_a_preset_reviews_then_saves_its_values_with_an_audit_entry(log
     assert entry.after == {
         "version": 3,
         "preset": ARTICLE,
+        "w_recency": 0.4,
+        "w_frequency": 0.2,
+        "w_importance": 0.4,
         "fresh_start": 1.0,
         "past_due_half_life_hours": 0.0,
         "supersede": False,
+        "information_importance": False,
     }
     assert PolicyVersion.objects.get(app_name="pharmacy", version=3).values["fresh_start"] == 1.0
 
@@ -149,7 +157,7 @@ def test_confirm_against_a_changed_policy_asks_again(login, pharmacy):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"w_recency": 0.9}, "Weights must sum to 1; recency + frequency + importance = 1.5000."),
+        ({"w_recency": 0.9}, "Weights must sum to 1; recency + frequency + importance = 1.4000."),
         ({"max_records": 0}, "Must be at least 1."),
         ({"half_life_hours": 0}, "Half-life must be positive."),
         # the what-if preview's sentences, for the same values (policy.LIMITS)

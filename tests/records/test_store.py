@@ -9,7 +9,7 @@ from records import store
 from records.extract import Candidate
 from records.information import information_importance
 from records.models import EvictionEvent, ImportanceRule, MemoryRecord, preset_values
-from records.policies import update_policy
+from records.policies import policy_for, update_policy
 from records.policy import ARTICLE
 from records.touches import buffering
 
@@ -151,7 +151,11 @@ def test_enforcement_logs_each_eviction_without_content():
     assert {e.record_id for e in events} == {v.id for v in victims}
     for e in events:
         assert (e.reason, e.policy_version, e.run_id, e.evicted_at) == ("record_cap", 2, 77, NOW)
-        assert e.score == pytest.approx(0.4 * e.recency + 0.2 * e.frequency + 0.4 * e.importance)
+        w = policy_for("pharmacy").params()
+        blend = (
+            w.w_recency * e.recency + w.w_frequency * e.frequency + w.w_importance * e.importance
+        )
+        assert e.score == pytest.approx(blend)
         for field in EvictionEvent._meta.concrete_fields:
             assert "secret note" not in str(getattr(e, field.attname))
 
