@@ -218,7 +218,7 @@ def test_a_preset_keeps_the_caps_and_ttl_it_is_applied_to():
     p = preset(ARTICLE, base)
     assert (p.max_records, p.max_tokens, p.ttl) == (50, 900, timedelta(days=20))
     assert preset_of(p) == ARTICLE
-    assert preset_of(PolicyParams(w_recency=0.5, w_frequency=0.0, w_importance=0.5)) is None
+    assert preset_of(PolicyParams(w_recency=0.6, w_frequency=0.0, w_importance=0.4)) is None
 
 
 def test_every_preset_names_every_preset_setting():
@@ -336,7 +336,7 @@ def test_empty_and_under_cap_give_no_victims():
         ({"max_tokens": -5}, "max tokens must be at least 1"),
         ({"half_life": timedelta(0)}, "half-life must be positive"),
         ({"ttl": timedelta(days=-1)}, "TTL must be positive"),
-        ({"w_recency": 0.5}, "weights must sum to 1"),
+        ({"w_recency": 0.7}, "weights must sum to 1"),
         ({"w_recency": -0.2, "w_frequency": 0.8}, "weights must be finite and at least 0"),
         ({"w_recency": float("nan")}, "weights must be finite"),
         ({"ttl": timedelta(days=36_501)}, r"TTL must be at most 36500 days \(a century\)"),
