@@ -309,6 +309,21 @@ class MemoryRecord(models.Model):
         )
 
 
+# The columns ``MemoryRecord.as_policy_record`` reads.
+POLICY_RECORD_FIELDS = (
+    "id",
+    "created_at",
+    "last_accessed_at",
+    "hits",
+    "importance",
+    "pinned",
+    "tokens",
+    "due_at",
+    "slot",
+    "entry_timestamp",
+)
+
+
 class AgentSession(models.Model):
     """An ADK session. Session-scoped state only; app and user state live apart."""
 

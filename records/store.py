@@ -26,6 +26,7 @@ from .extract import Candidate, Extractor, unmatched_importance
 from .locks import acquire_user_lock, user_lock, user_lock_key
 from .models import (
     APP_NAME_MAX,
+    POLICY_RECORD_FIELDS,
     SESSION_ID_MAX,
     USER_ID_MAX,
     EvictionEvent,
@@ -462,21 +463,13 @@ def delete_records(app_name: str, user_id: str, now: datetime, record_id: int | 
                 score=hybrid.score(r.as_policy_record(), now),
                 dedupe_key=r.dedupe_key or "",
             )
-            for r in qs.only(
-                "id",
-                "created_at",
-                "last_accessed_at",
-                "hits",
-                "importance",
-                "pinned",
-                "tokens",
-                "due_at",
-                "slot",
-                "entry_timestamp",
-                "dedupe_key",
-            )
+            for r in qs.only(*POLICY_RECORD_FIELDS, "dedupe_key")
         ]
         return evict(app_name, victims, now, policy_version=policy.version)
+
+
+# What re-scoring may change on a record.
+RESCORED = ("importance", "importance_source", "importance_rule", "category", "pinned", "due_at")
 
 
 def rescore(app_name: str, user_id: str | None = None) -> int:
@@ -506,18 +499,7 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
             records = MemoryRecord.objects.filter(app_name=app_name, user_id=user).exclude(
                 importance_source__in=keep
             )
-            for r in records.only(
-                "id",
-                "content",
-                "importance",
-                "importance_source",
-                "importance_rule",
-                "category",
-                "pinned",
-                "due_at",
-                "entry_timestamp",
-                "created_at",
-            ):
+            for r in records.only("id", "content", "entry_timestamp", "created_at", *RESCORED):
                 d = pure_rules.decide(r.content, rules)
                 if d.importance is not None:
                     new = (d.importance, ImportanceSource.RULE, d.rule, d.category)
@@ -537,14 +519,7 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
                     updates.append(r)
             MemoryRecord.objects.bulk_update(
                 updates,
-                [
-                    "importance",
-                    "importance_source",
-                    "importance_rule",
-                    "category",
-                    "pinned",
-                    "due_at",
-                ],
+                RESCORED,
                 batch_size=500,
             )
             changed += len(updates)

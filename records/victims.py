@@ -24,7 +24,7 @@ from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
 from . import policy as pure
-from .models import MemoryRecord
+from .models import POLICY_RECORD_FIELDS, MemoryRecord
 
 TABLE = MemoryRecord._meta.db_table
 
@@ -497,23 +497,11 @@ def select_victims_python(
     app_name: str, user_id: str, now: datetime, p: pure.PolicyParams
 ) -> list[pure.Victim]:
     """The article's approach: list every record into Python, score, sort (the baseline)."""
-    fields = (
-        "id",
-        "created_at",
-        "last_accessed_at",
-        "hits",
-        "importance",
-        "pinned",
-        "tokens",
-        "due_at",
-        "slot",
-        "entry_timestamp",
-    )
     records = [
-        pure.Record(*row[:8], row[8] or "", row[9])
-        for row in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
+        r.as_policy_record()
+        for r in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
         .order_by("id")
-        .values_list(*fields)
+        .only(*POLICY_RECORD_FIELDS)
     ]
     return pure.HybridPolicy(p).victims(records, now)
 
