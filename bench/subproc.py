@@ -164,7 +164,14 @@ def _build_sessions(args: dict) -> list:
     return out
 
 
-KINDS = {"enforce_pass": enforcement_pass, "ingest": ingest}
+def quality(args: dict, pipe=None) -> dict:
+    """Quality replays (``bench.quality.replay.worker``)."""
+    from .quality.replay import worker
+
+    return worker(args)
+
+
+KINDS = {"enforce_pass": enforcement_pass, "ingest": ingest, "quality": quality}
 
 
 def main() -> None:
