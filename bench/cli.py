@@ -52,7 +52,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "budgets": [20, 50],
             "policies": None,
             "locomo_conversations": 1,
-            "synthetic_users": 0,  # until the synthetic year lands
+            "synthetic_users": 2,
             "processes": 2,
         },
     },
@@ -76,7 +76,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "budgets": [50, 100, 200, 400],
             "policies": None,  # all: default, article, fifo, lru, lfu, random (+ keep-all)
             "locomo_conversations": None,  # all in the file
-            "synthetic_users": 0,  # until the synthetic year lands
+            "synthetic_users": 12,
             "processes": 2,
         },
     },

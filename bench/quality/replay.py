@@ -151,6 +151,28 @@ async def fetch_sessions(dataset: data.Dataset) -> dict[str, list]:
     return out
 
 
+def _no_commit_wait(sender, connection, **kwargs) -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")
+
+
+def skip_commit_waits() -> None:
+    """Commits in this process stop waiting for the disk (PostgreSQL's synchronous_commit).
+
+    Replays measure answers, not time, and make thousands of small commits; a crash
+    would lose the bench's own throw-away data and nothing else. Every connection this
+    process opens from now on gets it (the session service closes and reopens them).
+    """
+    from django.db import connections
+    from django.db.backends.signals import connection_created
+
+    connection_created.connect(_no_commit_wait, dispatch_uid="quality-no-commit-wait")
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None:
+            _no_commit_wait(None, conn)
+
+
 class ReplayClock:
     def __init__(self) -> None:
         self.now: datetime | None = None
@@ -315,6 +337,7 @@ def worker(args: dict) -> dict:
 
     from records import touches
 
+    skip_commit_waits()
     datasets = {spec["name"]: load_dataset(spec) for spec in args["datasets"]}
     results = []
     with override_settings(REDIS_URL=""):

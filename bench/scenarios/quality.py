@@ -86,6 +86,7 @@ def run(report, size: dict, env: dict) -> None:
     for note in notes:
         print(f"bench: quality: {note}", file=sys.stderr, flush=True)
     datasets = {spec["name"]: replay.load_dataset(spec) for spec in specs}
+    replay.skip_commit_waits()
     for dataset in datasets.values():
         asyncio.run(replay.store_sessions(dataset))
     jobs = jobs_for(datasets, size)
