@@ -49,10 +49,11 @@ SIZES: dict[str, dict[str, dict]] = {
         },
         # A taste of every dataset and policy: one conversation, two small users.
         "quality": {
-            "budgets": [20, 50],
+            "budgets": [10, 30],
             "policies": None,
-            "locomo_conversations": 1,
+            "locomo_conversations": 2,
             "synthetic_users": 2,
+            "synthetic_sessions": 20,
             "processes": 2,
         },
     },
@@ -77,6 +78,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "policies": None,  # all: default, article, fifo, lru, lfu, random (+ keep-all)
             "locomo_conversations": None,  # all in the file
             "synthetic_users": 12,
+            "synthetic_sessions": 110,  # per user, in 360 days
             "processes": 2,
         },
     },

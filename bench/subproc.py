@@ -171,7 +171,19 @@ def quality(args: dict, pipe=None) -> dict:
     return worker(args)
 
 
-KINDS = {"enforce_pass": enforcement_pass, "ingest": ingest, "quality": quality}
+def quality_store(args: dict, pipe=None) -> dict:
+    """Sessions of the quality datasets into the session service (one share of users)."""
+    from .quality.replay import store_worker
+
+    return store_worker(args)
+
+
+KINDS = {
+    "enforce_pass": enforcement_pass,
+    "ingest": ingest,
+    "quality": quality,
+    "quality_store": quality_store,
+}
 
 
 def main() -> None:

@@ -81,7 +81,7 @@ def load_dataset(spec: dict) -> data.Dataset:
         return locomo.load(spec["path"], seed=spec["seed"], conversations=spec["conversations"])
     from . import synthetic
 
-    return synthetic.generate(users=spec["users"], seed=spec["seed"])
+    return synthetic.generate(users=spec["users"], sessions=spec["sessions"], seed=spec["seed"])
 
 
 def turn_time(session: data.Session, index: int) -> datetime:
@@ -111,13 +111,18 @@ def adk_events(session: data.Session) -> list:
     ]
 
 
-async def store_sessions(dataset: data.Dataset) -> int:
-    """Every session through the session service, event by event. Returns events stored."""
+async def store_sessions(dataset: data.Dataset, users: list[str] | None = None) -> int:
+    """Sessions of ``users`` (default: all) through the session service, event by event.
+
+    Returns how many events were stored.
+    """
     from records.session_service import DjangoSessionService
 
     service = DjangoSessionService()
     stored = 0
     for user in dataset.users:
+        if users is not None and user.user_id not in users:
+            continue
         for session in user.sessions:
             adk = await service.create_session(
                 app_name=SOURCE_APP.format(dataset.name),
@@ -326,7 +331,19 @@ def _score(outcome: Outcome, q: data.Question, top: list[int], stored: set[int],
         outcome.stale += any(r < current for r in old)
 
 
-# --- the worker process -----------------------------------------------------------------
+# --- the worker processes ----------------------------------------------------------------
+
+
+def store_worker(args: dict) -> dict:
+    """Store ``args["users"]`` ([dataset, user id] pairs); ``python -m bench.subproc``."""
+    skip_commit_waits()
+    stored = 0
+    for spec in args["datasets"]:
+        dataset = load_dataset(spec)
+        users = [u for name, u in args["users"] if name == dataset.name]
+        if users:
+            stored += asyncio.run(store_sessions(dataset, users))
+    return {"events": stored}
 
 
 def worker(args: dict) -> dict:

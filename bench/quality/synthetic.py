@@ -120,10 +120,11 @@ class _UserBuilder:
         return User(self.user_id, tuple(self.sessions), questions)
 
 
-def generate(*, users: int, seed: int) -> Dataset:
+def generate(*, users: int, seed: int, sessions: int = SESSIONS_PER_USER) -> Dataset:
+    """``users`` customers of ``sessions`` sessions each (fewer only for quick runs)."""
     dataset = Dataset(name="synthetic", modes=MODES)
     for n in range(users):
-        dataset.users.append(_user(n, seed))
+        dataset.users.append(_user(n, seed, sessions))
     return dataset
 
 
@@ -145,12 +146,12 @@ def _address(rng: random.Random) -> str:
     return f"{rng.randint(1, 220)} {street}, {city} {postcode}"
 
 
-def _user(n: int, seed: int) -> User:
+def _user(n: int, seed: int, sessions: int) -> User:
     rng = random.Random(f"{seed}:synthetic:{n}")
     b = _UserBuilder(user_id=f"customer-{n:02d}", rng=rng)
     first, last = rng.choice(corpus.FIRST), rng.choice(corpus.LAST)
-    days = sorted(rng.sample(range(YEAR_DAYS), SESSIONS_PER_USER))
-    moves = sorted(rng.sample(days[20:-15], rng.choice([0, 1, 2, 2])))
+    days = sorted(rng.sample(range(YEAR_DAYS), sessions))
+    moves = sorted(rng.sample(days[sessions // 5 : -sessions // 8], rng.choice([0, 1, 2, 2])))
     # The once-said facts, spread over the first sessions.
     profile = ["identity", "birth", "contact", "address"]
     profile += ["allergy"] * rng.choice([0, 1, 1, 2])

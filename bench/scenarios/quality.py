@@ -13,7 +13,6 @@ record is ever evicted, keep-all evicts nothing, and every user ends within its 
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -48,7 +47,14 @@ def dataset_specs(size: dict) -> tuple[list[dict], list[str]]:
             "JSON file, e.g. the public half in ../shared/data/locomo/)"
         )
     if size.get("synthetic_users"):
-        specs.append({"name": SYNTHETIC, "users": size["synthetic_users"], "seed": replay.SEED})
+        specs.append(
+            {
+                "name": SYNTHETIC,
+                "users": size["synthetic_users"],
+                "sessions": size["synthetic_sessions"],
+                "seed": replay.SEED,
+            }
+        )
     return specs, notes
 
 
@@ -86,13 +92,19 @@ def run(report, size: dict, env: dict) -> None:
     for note in notes:
         print(f"bench: quality: {note}", file=sys.stderr, flush=True)
     datasets = {spec["name"]: replay.load_dataset(spec) for spec in specs}
-    replay.skip_commit_waits()
-    for dataset in datasets.values():
-        asyncio.run(replay.store_sessions(dataset))
+    processes = size.get("processes", 2)
+    # Sessions go through the session service once, shared out by user over processes.
+    users = [[name, u.user_id] for name, d in datasets.items() for u in d.users]
+    stores = [
+        subproc.start("quality_store", {"datasets": specs, "users": users[p::processes]})
+        for p in range(processes)
+    ]
+    for proc in stores:
+        subproc.result(proc)
     jobs = jobs_for(datasets, size)
     procs = [
         subproc.start("quality", {"datasets": specs, "jobs": [j.__dict__ for j in part]})
-        for part in _partition(jobs, datasets, size.get("processes", 2))
+        for part in _partition(jobs, datasets, processes)
     ]
     outcomes = [o for p in procs for o in subproc.result(p)["outcomes"]]
     summarise(report, size, datasets, outcomes, notes)
