@@ -92,6 +92,9 @@ def run(report, size: dict, env: dict) -> None:
     for note in notes:
         print(f"bench: quality: {note}", file=sys.stderr, flush=True)
     datasets = {spec["name"]: replay.load_dataset(spec) for spec in specs}
+    if not datasets:
+        report.tables.append("Memory quality: nothing to replay. " + " ".join(notes))
+        return
     processes = size.get("processes", 2)
     # Sessions go through the session service once, shared out by user over processes.
     users = [[name, u.user_id] for name, d in datasets.items() for u in d.users]

@@ -19,6 +19,7 @@ from bench.cli import SCENARIOS
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.worker]
 
 ROOT = Path(__file__).resolve().parents[2]
+LOCOMO = str(Path(__file__).parent / "fixtures" / "locomo_tiny.json")
 
 
 def bench_database_url() -> str:
@@ -36,12 +37,12 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "BENCH_REDIS_URL": settings.REDIS_URL,
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--size", "smoke", "--json", str(out)],
+        [sys.executable, "-m", "bench", "--size", "smoke", "--json", str(out), "--locomo", LOCOMO],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     report = json.loads(out.read_text())
@@ -53,6 +54,7 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "ingest",
         "sweep",
         "dashboard: user page",
+        "quality",
     }
     failed = [c for c in report["checks"] if not c["passed"]]
     assert not failed, failed
