@@ -63,6 +63,7 @@ class Report:
     # as they are, and tables printed after the main one.
     extra_rows: list[dict] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
+    details: dict[str, list] = field(default_factory=dict)  # per scenario, JSON only
 
     def check(self, scenario: str, name: str, passed: bool, detail: str = "") -> bool:
         self.checks.append(Check(scenario, name, bool(passed), detail))
@@ -75,6 +76,7 @@ class Report:
             "seconds": self.seconds,
             "rows": [{**asdict(r), "ratio": r.ratio} for r in self.rows] + self.extra_rows,
             "checks": [asdict(c) for c in self.checks],
+            **({"details": self.details} if self.details else {}),
         }
 
 

@@ -26,14 +26,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import connection
-
-from records import policy as pure
-from records import store
-from records.locks import user_lock
-from records.models import MemoryRecord
-from records.policies import policy_for, update_policy
-from records.victims import SelectedVictim
+# The names above are read without Django (bench.quality.tables); the functions below
+# import the product where they run.
 
 DEFAULT = "default"
 ARTICLE = "article"
@@ -69,6 +63,8 @@ ORDERS = {
 
 def configure(app_name: str, policy: str, budget: int | None) -> None:
     """Give ``app_name`` the policy row this replay runs with."""
+    from records.policies import policy_for, update_policy
+
     policy_for(app_name)  # the product's defaults for a new app
     if policy == DEFAULT:
         changes = {"max_records": budget, "max_tokens": UNBOUNDED}
@@ -81,10 +77,14 @@ def configure(app_name: str, policy: str, budget: int | None) -> None:
     update_policy(app_name, changes, note=f"quality bench: {policy}")
 
 
-def baseline_victims(
-    app_name: str, user_id: str, policy: str, budget: int, seed: int
-) -> list[SelectedVictim]:
+def baseline_victims(app_name: str, user_id: str, policy: str, budget: int, seed: int) -> list:
     """The unpinned records the baseline evicts to bring the user down to ``budget``."""
+    from django.db import connection
+
+    from records import policy as pure
+    from records.models import MemoryRecord
+    from records.victims import SelectedVictim
+
     table = MemoryRecord._meta.db_table
     sql = f"""
         SELECT id, tokens, importance, dedupe_key, source_session_id
@@ -116,6 +116,10 @@ def enforce_baseline(
     app_name: str, user_id: str, policy: str, budget: int, now: datetime, seed: int
 ) -> int:
     """Select and evict as the product's enforcement does, with the baseline's order."""
+    from records import store
+    from records.locks import user_lock
+    from records.policies import policy_for
+
     version = policy_for(app_name).version
     with user_lock(app_name, user_id):
         victims = baseline_victims(app_name, user_id, policy, budget, seed)

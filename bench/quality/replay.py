@@ -348,6 +348,7 @@ def store_worker(args: dict) -> dict:
 
 def worker(args: dict) -> dict:
     """Run ``args["jobs"]`` one after the other; ``python -m bench.subproc quality``."""
+    import sys
     import time
 
     from django.test import override_settings
@@ -370,6 +371,11 @@ def worker(args: dict) -> dict:
                 outcome = await replay(job, dataset, sessions[job.dataset])
                 outcome.seconds = time.perf_counter() - start
                 results.append(asdict(outcome))
+                print(
+                    f"bench: quality: {job.app} done in {outcome.seconds:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         asyncio.run(main())
     touches.redis_client.cache_clear()

@@ -21,9 +21,9 @@ from ..harness import Row
 from ..load import reset_data
 from ..quality import data, replay
 from ..quality.policies import BASELINES, KEEP_ALL, POLICIES
+from ..quality.tables import SYNTHETIC, markdown
 
 NAME = "quality"
-SYNTHETIC = "synthetic"
 LOCOMO = "locomo"
 TARGET_MARGIN = 0.03  # the default must beat the best baseline by 3 points up to 200
 
@@ -177,6 +177,9 @@ def summarise(report, size, datasets, outcomes: list[dict], notes: list[str]) ->
     rows = [quality_row(o) for o in first.values()]
     rows.sort(key=_row_order)
     report.extra_rows.extend(rows)
+    report.details[NAME] = [
+        {k: v for k, v in o.items() if k != "answers"} for o in outcomes if o["job"]["run"] == 1
+    ]
     _target_rows(report, rows, size)
     report.tables.append(tables(rows, first, datasets, notes))
 
@@ -248,72 +251,11 @@ def _target_rows(report, rows: list[dict], size: dict) -> None:
                 )
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}"
-
-
 def tables(rows: list[dict], outcomes: dict, datasets: dict, notes: list[str]) -> str:
     """The quality section of the console output, as Markdown."""
-    policies = [p for p in [*POLICIES, KEEP_ALL] if any(r["policy"] == p for r in rows)]
-    by = {(r["dataset"], r["mode"], r["budget"], r["policy"]): r for r in rows}
-    out = ["Memory quality: answerable@10 % (evidence retained %)", ""]
-    out.append("| dataset | mode | budget | " + " | ".join(policies) + " |")
-    out.append("|" + " --- |" * (3 + len(policies)))
-    groups = sorted({(r["dataset"], r["mode"]) for r in rows})
-    for dataset, mode in groups:
-        budgets = sorted(
-            {
-                r["budget"]
-                for r in rows
-                if (r["dataset"], r["mode"]) == (dataset, mode) and r["budget"]
-            }
-        )
-        for budget in budgets:
-            cells = []
-            for p in policies:
-                r = by.get((dataset, mode, budget if p != KEEP_ALL else None, p))
-                cells.append(
-                    "—" if r is None else f"{_pct(r['answerable'])} ({_pct(r['retained'])})"
-                )
-            out.append(f"| {dataset} | {mode} | {budget} | " + " | ".join(cells) + " |")
-    synthetic = [r for r in rows if r["dataset"] == SYNTHETIC and r["budget"]]
-    if synthetic:
-        out += [
-            "",
-            "Synthetic year: pinned-fact answerable % / high-importance answerable % / stale %",
-            "",
-        ]
-        out.append("| budget | " + " | ".join(policies) + " |")
-        out.append("|" + " --- |" * (1 + len(policies)))
-        for budget in sorted({r["budget"] for r in synthetic}):
-            cells = []
-            for p in policies:
-                r = by.get((SYNTHETIC, "year", budget if p != KEEP_ALL else None, p))
-                parts = ("pinned_answerable", "high_answerable", "stale")
-                cells.append("—" if r is None else " / ".join(_pct(r[k]) for k in parts))
-            out.append(f"| {budget} | " + " | ".join(cells) + " |")
-    out += [
-        "",
-        "Evictions / pins per user (mean, max) / evidence dropped by the rules at ingest:",
-        "",
+    footer = [
+        f"{name}: {len(d.users)} users, {d.turns:,} turns, {d.questions:,} questions"
+        + (f" ({'; '.join(d.notes)})" if d.notes else "")
+        for name, d in datasets.items()
     ]
-    out.append(
-        "| dataset | mode | policy | budget | evictions | pins per user | evidence dropped |"
-    )
-    out.append("|" + " --- |" * 7)
-    for key in sorted(outcomes, key=lambda k: (k[0], k[1], k[2], k[3] or 0)):
-        o = outcomes[key]
-        pins = o["pins_per_user"] or [0]
-        out.append(
-            f"| {key[0]} | {key[1]} | {key[2]} | {key[3] or 'all'} | {o['evictions']:,} "
-            f"| {sum(pins) / len(pins):.1f}, {max(pins)} "
-            f"| {o['evidence_dropped']} of {o['evidence']} |"
-        )
-    out.append("")
-    for name, d in datasets.items():
-        out.append(
-            f"{name}: {len(d.users)} users, {d.turns:,} turns, {d.questions:,} questions"
-            + (f" ({'; '.join(d.notes)})" if d.notes else "")
-        )
-    out.extend(notes)
-    return "\n".join(out)
+    return markdown(rows, list(outcomes.values()), footer + notes)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.quality import locomo, synthetic
+from bench.quality import locomo, synthetic, tables
 from bench.quality.data import END
 from bench.quality.policies import KEEP_ALL, POLICIES
 
@@ -178,3 +178,54 @@ def test_quality_bench_skips_locomo_with_a_clear_message_when_the_file_is_absent
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert f"LoCoMo skipped: no file at {missing}" in proc.stderr
     assert "Memory quality: nothing to replay" in proc.stdout
+
+
+def test_tables_are_rendered_from_a_saved_run(tmp_path, capsys):
+    def row(dataset, mode, budget, policy, answerable, **extra):
+        return {
+            "scenario": "quality",
+            "dataset": dataset,
+            "mode": mode,
+            "budget": budget,
+            "policy": policy,
+            "questions": 10,
+            "answerable": answerable,
+            "retained": 0.5,
+            **extra,
+        }
+
+    year = {"pinned_answerable": 1.0, "high_answerable": 0.25, "stale": None}
+    saved = {
+        "rows": [
+            {"scenario": "search", "size": "500 records/user"},  # a timing row: ignored
+            row("locomo", "end", 50, "default", 0.125),
+            row("locomo", "end", None, "keep-all", 0.5),
+            row("synthetic", "year", 50, "lru", 0.75, **year),
+        ],
+        "details": {
+            "quality": [
+                {
+                    "job": {
+                        "dataset": "locomo",
+                        "mode": "end",
+                        "budget": None,
+                        "policy": "keep-all",
+                    },
+                    "evictions": 0,
+                    "pins_per_user": [2, 4],
+                    "evidence_dropped": 1,
+                    "evidence": 12,
+                }
+            ]
+        },
+    }
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(saved))
+    assert tables.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| locomo | end | 50 | 12.5 (50.0) | — | 50.0 (50.0) |" in out
+    assert "| 50 | — | 100.0 / 25.0 / — | — |" in out
+    assert "pinned records per user 3.0 on average, 4 at most; 1 of 12 evidence" in out
+    path.write_text(json.dumps({"rows": saved["rows"][:1]}))
+    assert tables.main([str(path)]) == 1
+    assert "holds no quality rows" in capsys.readouterr().err
