@@ -51,9 +51,9 @@ SIZES: dict[str, dict[str, dict]] = {
         "quality": {
             "budgets": [10, 30],
             "policies": None,
-            "locomo_conversations": 2,
+            "locomo_conversations": 1,
             "synthetic_users": 2,
-            "synthetic_sessions": 20,
+            "synthetic_sessions": 12,
             "processes": 2,
         },
     },

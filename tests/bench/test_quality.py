@@ -129,6 +129,8 @@ def test_quality_bench_replays_both_datasets_and_its_checks_pass(tmp_path, setti
         "quality.synthetic_sessions=12",
         "--set",
         "quality.budgets=[8]",
+        "--set",
+        "quality.locomo_conversations=null",
         "--json",
         str(tmp_path / "bench.json"),
     )
@@ -164,6 +166,7 @@ def test_quality_bench_replays_both_datasets_and_its_checks_pass(tmp_path, setti
     keep_all = [r for r in rows if r["policy"] == KEEP_ALL]
     assert all(r["retained"] > 0 for r in keep_all)
     assert "Memory quality: answerable@10" in proc.stdout
+    assert "locomo: 2 users, 25 turns, 9 questions" in proc.stdout
 
 
 @pytest.mark.postgres
