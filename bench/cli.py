@@ -1,6 +1,7 @@
 """``python -m bench``: create the bench database, run the scenarios, print one table.
 
     python -m bench [--size smoke|full] [--only SCENARIO ...] [--json PATH] [--keep]
+                    [--locomo PATH]
 
 Environment: ``BENCH_DATABASE_URL`` (default
 ``postgres://postgres@127.0.0.1:5432/memadmin_bench``) and ``BENCH_REDIS_URL`` (default
@@ -18,6 +19,7 @@ import os
 import secrets
 import sys
 import time
+from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .harness import Report, checks_text, machine_info, machine_line, table
@@ -25,7 +27,19 @@ from .harness import Report, checks_text, machine_info, machine_line, table
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/memadmin_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/8"
 
-SCENARIOS = ("search", "enforce_user", "enforce_pass", "ingest", "sweep", "dashboard", "rules")
+SCENARIOS = (
+    "search",
+    "enforce_user",
+    "enforce_pass",
+    "ingest",
+    "sweep",
+    "dashboard",
+    "rules",
+    "quality",
+)
+
+# The public half of LoCoMo sits beside the repository (its licence forbids a copy in it).
+DEFAULT_LOCOMO = Path(__file__).resolve().parents[1] / "../shared/data/locomo/locomo-public.json"
 
 # Every size a scenario uses. "smoke" keeps the whole run well under a minute (CI);
 # "full" is the issue's sizes, for a quiet machine.
@@ -43,6 +57,15 @@ SIZES: dict[str, dict[str, dict]] = {
             "repeat": 5,
         },
         "rules": {"repeat": 5},
+        # A taste of every dataset and policy: one conversation, two small users.
+        "quality": {
+            "budgets": [10, 30],
+            "policies": None,
+            "locomo_conversations": 1,
+            "synthetic_users": 2,
+            "synthetic_sessions": 12,
+            "processes": 2,
+        },
     },
     "full": {
         "search": {
@@ -61,6 +84,14 @@ SIZES: dict[str, dict[str, dict]] = {
             "repeat": 30,
         },
         "rules": {"repeat": 30},
+        "quality": {
+            "budgets": [50, 100, 200, 400],
+            "policies": None,  # all: default, article, fifo, lru, lfu, random (+ keep-all)
+            "locomo_conversations": None,  # all in the file
+            "synthetic_users": 12,
+            "synthetic_sessions": 110,  # per user, in 360 days
+            "processes": 2,
+        },
     },
 }
 
@@ -155,6 +186,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="override one size parameter, e.g. --set sweep.users=200 (VALUE is JSON)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--locomo",
+        metavar="PATH",
+        default=str(DEFAULT_LOCOMO),
+        help="LoCoMo-format JSON for the quality scenario (skipped if the file is absent; "
+        "default: ../shared/data/locomo/locomo-public.json beside the repository)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the bench database afterwards")
     parser.add_argument(
         "--force",
@@ -172,6 +210,7 @@ def sizes(args: argparse.Namespace) -> dict[str, dict]:
         if scenario not in chosen or field not in chosen[scenario]:
             raise SystemExit(f"bench: --set {item!r}: no size parameter {key!r}")
         chosen[scenario][field] = json.loads(raw)
+    chosen["quality"]["locomo"] = args.locomo
     return chosen
 
 
@@ -228,6 +267,9 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> Report:
 def output(report: Report, args: argparse.Namespace) -> None:
     print(table(report))
     print()
+    for extra in report.tables:
+        print(extra)
+        print()
     print(machine_line(report.machine))
     overrides = f" with {', '.join(args.set)}" if args.set else ""
     print(f"Size: {args.size}{overrides}; seconds per scenario: {report.seconds}")

@@ -59,6 +59,11 @@ class Report:
     machine: dict = field(default_factory=dict)
     scenarios: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    # Rows that are not timings (the quality scenario's), added to the JSON's "rows"
+    # as they are, and tables printed after the main one.
+    extra_rows: list[dict] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    details: dict[str, list] = field(default_factory=dict)  # per scenario, JSON only
 
     def check(self, scenario: str, name: str, passed: bool, detail: str = "") -> bool:
         self.checks.append(Check(scenario, name, bool(passed), detail))
@@ -69,8 +74,9 @@ class Report:
             "machine": self.machine,
             "scenarios": self.scenarios,
             "seconds": self.seconds,
-            "rows": [{**asdict(r), "ratio": r.ratio} for r in self.rows],
+            "rows": [{**asdict(r), "ratio": r.ratio} for r in self.rows] + self.extra_rows,
             "checks": [asdict(c) for c in self.checks],
+            **({"details": self.details} if self.details else {}),
         }
 
 

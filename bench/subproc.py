@@ -164,7 +164,26 @@ def _build_sessions(args: dict) -> list:
     return out
 
 
-KINDS = {"enforce_pass": enforcement_pass, "ingest": ingest}
+def quality(args: dict, pipe=None) -> dict:
+    """Quality replays (``bench.quality.replay.worker``)."""
+    from .quality.replay import worker
+
+    return worker(args)
+
+
+def quality_store(args: dict, pipe=None) -> dict:
+    """Sessions of the quality datasets into the session service (one share of users)."""
+    from .quality.replay import store_worker
+
+    return store_worker(args)
+
+
+KINDS = {
+    "enforce_pass": enforcement_pass,
+    "ingest": ingest,
+    "quality": quality,
+    "quality_store": quality_store,
+}
 
 
 def main() -> None:
