@@ -48,6 +48,10 @@ LIMITS: dict[str, tuple[float, str]] = {
         CENTURY_DAYS * 24,
         f"half-life must be at most {CENTURY_DAYS * 24} hours (a century)",
     ),
+    "past_due_half_life_hours": (
+        CENTURY_DAYS * 24,
+        f"the past-due half-life must be at most {CENTURY_DAYS * 24} hours (a century)",
+    ),
     "session_idle_days": (
         CENTURY_DAYS,
         f"session idle threshold must be at most {CENTURY_DAYS} days (a century)",
@@ -141,6 +145,7 @@ def validate_params(p: PolicyParams) -> list[str]:
             {
                 "ttl_days": p.ttl / timedelta(days=1),
                 "half_life_hours": p.half_life_hours,
+                "past_due_half_life_hours": p.past_due_half_life_hours,
                 "max_records": p.max_records,
                 "max_tokens": p.max_tokens,
                 "saturation_hits": p.saturation_hits,

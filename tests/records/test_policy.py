@@ -345,6 +345,7 @@ def test_empty_and_under_cap_give_no_victims():
         ({"fresh_start": -1.0}, "fresh start must be from 0 to 10 half-lives"),
         ({"fresh_start": float("inf")}, "fresh start must be from 0 to 10 half-lives"),
         ({"past_due_half_life": timedelta(hours=-1)}, "past-due half-life must be 0"),
+        ({"past_due_half_life": timedelta(days=40_000)}, "past-due half-life must be at most"),
     ],
 )
 def test_bad_params_are_refused_with_a_message(changes, message):
