@@ -35,8 +35,9 @@ KEEP_ALL = "keep-all"
 BASELINES = ("fifo", "lru", "lfu", "random")
 POLICIES = (DEFAULT, ARTICLE, *BASELINES)
 
-# Out of reach: PositiveIntegerField holds up to 2**31 - 1; 100 years of TTL.
-UNBOUNDED = 2_000_000_000
+# Out of reach: the policy's upper bounds (records.policy.LIMITS: a billion records or
+# tokens, a century of TTL).
+UNBOUNDED = 1_000_000_000
 NO_TTL_DAYS = 36_500
 
 # With the article preset's scoring values (records.models.preset_values).
