@@ -258,6 +258,8 @@ def test_an_entry_naming_another_users_record_is_a_new_memory_and_leaves_that_re
 
 
 def test_an_edited_recalled_entry_is_stored_as_a_new_memory():
+    # Supersession (a newer address retires the older) is tested in test_store.
+    update_policy("pharmacy", {"supersede": False})
     run(service().add_session_to_memory(session(["Deliver to 12 Elm Street"])))
     old = MemoryRecord.objects.get()
     result = add_memories_now([entry("Deliver to 4 Mill Lane", id=str(old.pk))])
