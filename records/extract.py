@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from . import rules as pure_rules
+from . import slots
+from .information import information_importance
 from .models import ImportanceSource
 from .storable import storable, storable_text
 from .timestamps import readable
@@ -45,6 +47,7 @@ class Candidate:
     pinned: bool
     tokens: int
     custom_metadata: dict = field(default_factory=dict)
+    slot: str = ""  # what the text states a value of (records.slots)
 
 
 def clean_text(text: str) -> str:
@@ -86,10 +89,13 @@ class Extractor:
         rules: Sequence[pure_rules.Rule],
         count_tokens: Callable[[str], int],
         classifier: Classifier | None = None,
+        *,
+        information: bool = False,
     ) -> None:
         self.rules = tuple(rules)
         self.count_tokens = count_tokens
         self.classifier = classifier
+        self.information = information  # PolicyParams.information_importance
 
     def _candidate(self, text: str, **fields) -> Candidate | None:
         text = clean_text(text)
@@ -113,6 +119,7 @@ class Extractor:
             category=decision.category,
             pinned=pinned,
             tokens=self.count_tokens(text),
+            slot=slots.slot_of(text),
             **fields,
         )
 
@@ -128,7 +135,7 @@ class Extractor:
                 if 0.0 <= value <= 1.0:
                     return value, ImportanceSource.CLASSIFIER, "classifier"
                 log.warning("importance classifier returned %r, outside 0..1; ignored", value)
-        return pure_rules.UNMATCHED_IMPORTANCE, ImportanceSource.DEFAULT, ""
+        return unmatched_importance(text, information=self.information)
 
     def from_events(
         self, app_name: str, user_id: str, session_id: str, events: Iterable
@@ -178,6 +185,16 @@ class Extractor:
             if candidate is not None:
                 out.append(candidate)
         return out
+
+
+INFORMATION_RULE = "information"
+
+
+def unmatched_importance(text: str, *, information: bool) -> tuple[float, str, str]:
+    """(importance, source, rule) of text no rule matches and no classifier scored."""
+    if information:
+        return information_importance(text), ImportanceSource.DEFAULT, INFORMATION_RULE
+    return pure_rules.UNMATCHED_IMPORTANCE, ImportanceSource.DEFAULT, ""
 
 
 def memory_overrides(metadata: Mapping) -> dict:

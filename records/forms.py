@@ -3,13 +3,14 @@ policy, the models and the staff services; forms only carry their messages to a 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from django import forms
 from django.core.validators import MaxValueValidator
 
-from .models import APP_NAME_MAX, POLICY_FIELDS, ImportanceRule, Policy
-from .policy import LIMITS, PolicyError, PolicyParams, limit_message
+from .models import APP_NAME_MAX, POLICY_FIELDS, ImportanceRule, Policy, preset_values
+from .policy import LIMITS, PRESET_DESCRIPTIONS, PRESETS, PolicyError, limit_message
 from .selectors.sessions import SESSION_STATES
 
 POLICY_LABELS = {
@@ -21,6 +22,10 @@ POLICY_LABELS = {
     "w_frequency": "Frequency weight",
     "w_importance": "Importance weight",
     "saturation_hits": "Frequency saturation (hits)",
+    "fresh_start": "Fresh start (half-lives)",
+    "past_due_half_life_hours": "Past-due half-life (hours)",
+    "supersede": "Newer statements supersede older",
+    "information_importance": "Importance from information (unmatched text)",
     "session_idle_days": "Session idle (days)",
     "summarise": "Summarise before evicting",
     "summarise_min_cluster": "Smallest cluster to summarise",
@@ -78,7 +83,8 @@ class WhatIfForm(forms.Form):
         if self.errors:
             return data
         try:
-            self.params = PolicyParams(
+            self.params = replace(
+                self.policy.params(),
                 ttl=timedelta(days=data["ttl_days"]),
                 half_life=timedelta(hours=data["half_life_hours"]),
                 max_records=data["max_records"],
@@ -86,7 +92,6 @@ class WhatIfForm(forms.Form):
                 w_recency=data["w_recency"],
                 w_frequency=data["w_frequency"],
                 w_importance=data["w_importance"],
-                saturation_hits=self.policy.saturation_hits,
             )
         except PolicyError as error:
             # The pure policy's sentences, capitalised, one per problem.
@@ -118,7 +123,21 @@ class ImportanceForm(forms.Form):
 
 
 class PolicyForm(forms.ModelForm):
-    """Every policy value; validation is Policy.clean() (run by the ModelForm)."""
+    """Every policy value; validation is Policy.clean() (run by the ModelForm).
+
+    Choosing a preset replaces the scoring values with the preset's (caps, TTL and the
+    sweeper's settings stay as typed).
+    """
+
+    preset = forms.ChoiceField(
+        required=False,
+        label="Preset",
+        choices=[("", "none: the values below")]
+        + [(name, f"{name}: {PRESET_DESCRIPTIONS[name]}") for name in PRESETS],
+        error_messages={
+            "invalid_choice": "%(value)s is not a preset; choose one of " + ", ".join(PRESETS) + "."
+        },
+    )
 
     note = forms.CharField(
         max_length=500,
@@ -126,6 +145,8 @@ class PolicyForm(forms.ModelForm):
         error_messages={"required": "Say why the policy changes; it goes into the history."},
         widget=forms.TextInput(attrs={"placeholder": "e.g. tighter caps after the storage review"}),
     )
+
+    field_order = ["preset"]
 
     class Meta:
         model = Policy
@@ -136,8 +157,20 @@ class PolicyForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         _apply_limits(self)
 
+    def clean(self):
+        data = super().clean()
+        if data.get("preset"):
+            data.update(preset_values(data["preset"]))
+        return data
+
     def changes(self) -> dict:
-        return {f: self.cleaned_data[f] for f in POLICY_FIELDS if f in self.changed_data}
+        data = self.cleaned_data
+        chosen = preset_values(data["preset"]) if data.get("preset") else {}
+        return {
+            f: data[f]
+            for f in POLICY_FIELDS
+            if f in self.changed_data or (f in chosen and chosen[f] != self.initial.get(f))
+        }
 
 
 class SessionFilterForm(forms.Form):

@@ -18,20 +18,48 @@ USER_ID_MAX = 256
 SESSION_ID_MAX = 256
 
 
+# The model's defaults are the pure policy's (the "default" preset, the caps and TTL).
+DEFAULTS = pure.PolicyParams()
+
+
 class Policy(models.Model):
     """The eviction policy of one app. Every change bumps ``version`` and is kept."""
 
     app_name = models.CharField(max_length=APP_NAME_MAX, unique=True)
     version = models.PositiveIntegerField(default=1)
-    ttl_days = models.PositiveIntegerField(default=365, help_text="Hard TTL of unpinned records.")
-    half_life_hours = models.FloatField(default=24 * 30, help_text="Recency half-life.")
-    max_records = models.PositiveIntegerField(default=500, help_text="Records per user.")
-    max_tokens = models.PositiveIntegerField(default=40_000, help_text="Tokens per user.")
-    w_recency = models.FloatField(default=0.4)
-    w_frequency = models.FloatField(default=0.2)
-    w_importance = models.FloatField(default=0.4)
+    ttl_days = models.PositiveIntegerField(
+        default=DEFAULTS.ttl.days, help_text="Hard TTL of unpinned records."
+    )
+    half_life_hours = models.FloatField(
+        default=DEFAULTS.half_life_hours, help_text="Recency half-life."
+    )
+    max_records = models.PositiveIntegerField(
+        default=DEFAULTS.max_records, help_text="Records per user."
+    )
+    max_tokens = models.PositiveIntegerField(
+        default=DEFAULTS.max_tokens, help_text="Tokens per user."
+    )
+    w_recency = models.FloatField(default=DEFAULTS.w_recency)
+    w_frequency = models.FloatField(default=DEFAULTS.w_frequency)
+    w_importance = models.FloatField(default=DEFAULTS.w_importance)
     saturation_hits = models.PositiveIntegerField(
-        default=100, help_text="Hits at which the frequency term reaches 1."
+        default=DEFAULTS.saturation_hits, help_text="Hits at which the frequency term reaches 1."
+    )
+    fresh_start = models.FloatField(
+        default=DEFAULTS.fresh_start,
+        help_text="Half-lives a new record starts old (the article: 1; 0 counts it just read).",
+    )
+    past_due_half_life_hours = models.FloatField(
+        default=DEFAULTS.past_due_half_life_hours,
+        help_text="Past its due date, a commitment's importance halves this often (0: never).",
+    )
+    supersede = models.BooleanField(
+        default=DEFAULTS.supersede,
+        help_text="A newer statement of a slot (e.g. the delivery address) retires the older.",
+    )
+    information_importance = models.BooleanField(
+        default=DEFAULTS.information_importance,
+        help_text="Text no rule matches scores by the information it carries (else 0.2).",
     )
     session_idle_days = models.PositiveIntegerField(
         default=7, help_text="Sessions idle this long are retired by the sweeper."
@@ -54,6 +82,9 @@ class Policy(models.Model):
                 & Q(max_records__gte=1)
                 & Q(max_tokens__gte=1)
                 & Q(saturation_hits__gte=1)
+                & Q(fresh_start__gte=0)
+                & Q(fresh_start__lte=10)
+                & Q(past_due_half_life_hours__gte=0)
                 & Q(w_recency__gte=0)
                 & Q(w_frequency__gte=0)
                 & Q(w_importance__gte=0)
@@ -76,7 +107,19 @@ class Policy(models.Model):
             w_frequency=self.w_frequency,
             w_importance=self.w_importance,
             saturation_hits=self.saturation_hits,
+            fresh_start=self.fresh_start,
+            past_due_half_life=timedelta(hours=self.past_due_half_life_hours),
+            supersede=self.supersede,
+            information_importance=self.information_importance,
         )
+
+    @property
+    def preset(self) -> str | None:
+        """The preset the scoring values match, or None (custom values)."""
+        try:
+            return pure.preset_of(self.params())
+        except pure.PolicyError:
+            return None
 
     def clean(self) -> None:
         errors: dict[str, list[str]] = {}
@@ -86,6 +129,14 @@ class Policy(models.Model):
             errors.setdefault("half_life_hours", []).append("Half-life must be positive.")
         if self.session_idle_days is not None and self.session_idle_days < 1:
             errors.setdefault("session_idle_days", []).append("Idle threshold must be >= 1 day.")
+        if self.fresh_start is not None and not 0 <= self.fresh_start <= 10:
+            errors.setdefault("fresh_start", []).append(
+                "Fresh start must be from 0 to 10 half-lives."
+            )
+        if self.past_due_half_life_hours is not None and not self.past_due_half_life_hours >= 0:
+            errors.setdefault("past_due_half_life_hours", []).append(
+                "The past-due half-life must be 0 (never decays) or positive."
+            )
         if self.summarise_min_cluster is not None and self.summarise_min_cluster < 2:
             errors.setdefault("summarise_min_cluster", []).append("A cluster needs >= 2 records.")
         for name in ("max_records", "max_tokens", "saturation_hits"):
@@ -122,10 +173,31 @@ POLICY_FIELDS = (
     "w_frequency",
     "w_importance",
     "saturation_hits",
+    "fresh_start",
+    "past_due_half_life_hours",
+    "supersede",
+    "information_importance",
     "session_idle_days",
     "summarise",
     "summarise_min_cluster",
 )
+
+
+def preset_values(name: str) -> dict:
+    """The model's values of the preset ``name``: what choosing it on a policy changes."""
+    params = pure.preset(name)
+    values = {
+        "half_life_hours": params.half_life_hours,
+        "w_recency": params.w_recency,
+        "w_frequency": params.w_frequency,
+        "w_importance": params.w_importance,
+        "saturation_hits": params.saturation_hits,
+        "fresh_start": params.fresh_start,
+        "past_due_half_life_hours": params.past_due_half_life_hours,
+        "supersede": params.supersede,
+        "information_importance": params.information_importance,
+    }
+    return values
 
 
 class PolicyVersion(models.Model):
@@ -194,6 +266,12 @@ class MemoryRecord(models.Model):
     category = models.CharField(max_length=32, blank=True)
     pinned = models.BooleanField(default=False)
     tokens = models.PositiveIntegerField(default=0)
+    # Commitments: when the importance starts to decay (PolicyParams.past_due_half_life).
+    due_at = models.DateTimeField(null=True, blank=True)
+    # What the record states a value of (records.slots); a newer statement supersedes it.
+    # NULL for most records (and so SQLite adds the column without rebuilding the table,
+    # which would drop the full-text and statistics triggers).
+    slot = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001 - NULL = none
     is_summary = models.BooleanField(default=False)
     # For summaries: [{"record_id": .., "session_id": ..}, ...] of every merged source.
     summary_sources = models.JSONField(default=list, blank=True)
@@ -208,6 +286,11 @@ class MemoryRecord(models.Model):
             models.Index(fields=["app_name", "created_at"], name="record_app_created"),
             models.Index(
                 fields=["app_name", "user_id", "source_session_id"], name="record_session"
+            ),
+            models.Index(
+                fields=["app_name", "user_id", "slot"],
+                name="record_slot",
+                condition=Q(slot__isnull=False),
             ),
         ]
         constraints = [
@@ -244,7 +327,25 @@ class MemoryRecord(models.Model):
             importance=self.importance,
             pinned=self.pinned,
             tokens=self.tokens,
+            due_at=self.due_at,
+            slot=self.slot or "",
+            stated_at=self.entry_timestamp,
         )
+
+
+# The columns ``MemoryRecord.as_policy_record`` reads.
+POLICY_RECORD_FIELDS = (
+    "id",
+    "created_at",
+    "last_accessed_at",
+    "hits",
+    "importance",
+    "pinned",
+    "tokens",
+    "due_at",
+    "slot",
+    "entry_timestamp",
+)
 
 
 class AgentSession(models.Model):
@@ -386,6 +487,7 @@ class EvictionReason(models.TextChoices):
     TOKEN_CAP = pure.TOKEN_CAP, "token cap"
     MANUAL = "manual", "manual"
     SUMMARISED = "summarised", "summarised"
+    SUPERSEDED = pure.SUPERSEDED, "superseded"
 
 
 class EvictionEvent(models.Model):
@@ -406,6 +508,8 @@ class EvictionEvent(models.Model):
     # The evicted record's dedupe key (a hash of ids, not content), so that re-ingesting
     # its session does not bring an evicted memory back.
     dedupe_key = models.CharField(max_length=64, blank=True)
+    # Superseded: the id of the newer record that replaced this one (provenance).
+    superseded_by = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [

@@ -4,22 +4,28 @@ score(r) = w_r * recency + w_f * frequency + w_i * importance, where
 
     recency    = 0.5 ** (hours since r.last_accessed_at / half_life_hours)
     frequency  = min(1, ln(1 + r.hits) / ln(1 + saturation_hits))
-    importance = assigned at write time, 0..1
+    importance = assigned at write time, 0..1; once a record is past its due date
+                 (commitments), it halves every ``past_due_half_life``
 
-victims = expired records, then the lowest scores until count <= max_records and
-tokens <= max_tokens, never a pinned record.
+victims = expired records, then superseded ones (an older statement of a slot, such as
+an old delivery address, when a newer one exists), then the lowest scores until
+count <= max_records and tokens <= max_tokens; never a pinned record.
+
+Named presets (``PRESETS``) hold the scoring settings: "article" is the article's exact
+policy, "default" the one measured best (see the README's "Memory quality").
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 EXPIRED = "expired"
 RECORD_CAP = "record_cap"
 TOKEN_CAP = "token_cap"  # noqa: S105 - a reason, not a secret
+SUPERSEDED = "superseded"
 
 # Scores are rounded before they are compared, so that Python and the database,
 # which evaluate the same formula with different floating-point libraries,
@@ -41,6 +47,10 @@ LIMITS: dict[str, tuple[float, str]] = {
     "half_life_hours": (
         CENTURY_DAYS * 24,
         f"half-life must be at most {CENTURY_DAYS * 24} hours (a century)",
+    ),
+    "past_due_half_life_hours": (
+        CENTURY_DAYS * 24,
+        f"the past-due half-life must be at most {CENTURY_DAYS * 24} hours (a century)",
     ),
     "session_idle_days": (
         CENTURY_DAYS,
@@ -82,10 +92,25 @@ class PolicyParams:
     half_life: timedelta = timedelta(days=30)
     max_records: int = 500
     max_tokens: int = 40_000
-    w_recency: float = 0.4
-    w_frequency: float = 0.2
-    w_importance: float = 0.4
+    # The default preset; the article's are 0.4 / 0.2 / 0.4. Measured: hits counted from
+    # every search (a preload with the session's first turn touches whatever matched)
+    # reward incidental matches, so frequency weighs 0 and last use counts via recency.
+    w_recency: float = 0.5
+    w_frequency: float = 0.0
+    w_importance: float = 0.5
     saturation_hits: int = 100
+    # How many half-lives old a new record starts (the article: 1, so that creation
+    # does not count as a retrieval; measured, 0 answers more later questions).
+    fresh_start: float = 0.0
+    # A commitment's importance halves this often once it is past its due date (an
+    # order delivered, an appointment kept); 0 keeps it for ever (the article).
+    past_due_half_life: timedelta = timedelta(days=14)
+    # A newer statement of a slot (records.slots) retires the older ones (the article:
+    # no; every statement stays until it scores lowest).
+    supersede: bool = True
+    # Text no rule matches gets importance from the information it carries (0.05-0.45,
+    # records.information) instead of one flat value (the article: 0.2 for all).
+    information_importance: bool = True
 
     def __post_init__(self) -> None:
         errors = validate_params(self)
@@ -95,6 +120,10 @@ class PolicyParams:
     @property
     def half_life_hours(self) -> float:
         return self.half_life.total_seconds() / 3600.0
+
+    @property
+    def past_due_half_life_hours(self) -> float:
+        return self.past_due_half_life.total_seconds() / 3600.0
 
 
 def validate_params(p: PolicyParams) -> list[str]:
@@ -116,12 +145,17 @@ def validate_params(p: PolicyParams) -> list[str]:
             {
                 "ttl_days": p.ttl / timedelta(days=1),
                 "half_life_hours": p.half_life_hours,
+                "past_due_half_life_hours": p.past_due_half_life_hours,
                 "max_records": p.max_records,
                 "max_tokens": p.max_tokens,
                 "saturation_hits": p.saturation_hits,
             }
         )
     )
+    if not (math.isfinite(p.fresh_start) and 0 <= p.fresh_start <= 10):
+        errors.append("fresh start must be from 0 to 10 half-lives")
+    if p.past_due_half_life < timedelta(0):
+        errors.append("the past-due half-life must be 0 (never decays) or positive")
     weights = (p.w_recency, p.w_frequency, p.w_importance)
     if any(not math.isfinite(w) or w < 0 for w in weights):
         errors.append("weights must be finite and at least 0")
@@ -143,6 +177,13 @@ class Record:
     importance: float = 0.0
     pinned: bool = False
     tokens: int = 0
+    due_at: datetime | None = None  # commitments: when importance starts to decay
+    slot: str = ""  # what the record states a value of (records.slots), if anything
+    stated_at: datetime | None = None  # when it was said; None: created_at
+
+    @property
+    def said_at(self) -> datetime:
+        return self.created_at if self.stated_at is None else self.stated_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,14 +197,64 @@ class Score:
 @dataclass(frozen=True, slots=True)
 class Victim:
     id: int | str
-    reason: str  # EXPIRED, RECORD_CAP or TOKEN_CAP
+    reason: str  # EXPIRED, SUPERSEDED, RECORD_CAP or TOKEN_CAP
     score: Score
     tokens: int
+    superseded_by: int | str | None = None  # SUPERSEDED: the newer record's id
 
 
-def fresh_last_accessed(now: datetime, half_life: timedelta) -> datetime:
-    """New records start one half-life "old", so creation does not count as a retrieval."""
-    return now - half_life
+# The settings a preset decides; caps and TTL stay each app's own sizing.
+PRESET_FIELDS = (
+    "half_life",
+    "w_recency",
+    "w_frequency",
+    "w_importance",
+    "saturation_hits",
+    "fresh_start",
+    "past_due_half_life",
+    "supersede",
+    "information_importance",
+)
+ARTICLE = "article"
+DEFAULT = "default"
+PRESETS: dict[str, dict] = {
+    DEFAULT: {f: getattr(PolicyParams(), f) for f in PRESET_FIELDS},
+    ARTICLE: {
+        "half_life": timedelta(days=30),
+        "w_recency": 0.4,
+        "w_frequency": 0.2,
+        "w_importance": 0.4,
+        "saturation_hits": 100,
+        "fresh_start": 1.0,
+        "past_due_half_life": timedelta(0),
+        "supersede": False,
+        "information_importance": False,
+    },
+}
+PRESET_DESCRIPTIONS = {
+    DEFAULT: "measured best on the quality benchmark",
+    ARTICLE: "the article's exact policy",
+}
+
+
+def preset(name: str, base: PolicyParams | None = None) -> PolicyParams:
+    """``base`` (caps and TTL) with the scoring settings of the preset ``name``."""
+    if name not in PRESETS:
+        raise PolicyError(f"no preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return replace(base or PolicyParams(), **PRESETS[name])
+
+
+def preset_of(p: PolicyParams) -> str | None:
+    """The preset whose scoring settings ``p`` has, or None (custom values)."""
+    for name, values in PRESETS.items():
+        if all(getattr(p, f) == v for f, v in values.items()):
+            return name
+    return None
+
+
+def fresh_last_accessed(now: datetime, p: PolicyParams) -> datetime:
+    """When a new record counts as last read: ``fresh_start`` half-lives ago."""
+    return now - p.half_life * p.fresh_start
 
 
 def fresh(
@@ -178,7 +269,7 @@ def fresh(
     return Record(
         id=id,
         created_at=now,
-        last_accessed_at=fresh_last_accessed(now, params.half_life),
+        last_accessed_at=fresh_last_accessed(now, params),
         hits=0,
         importance=importance,
         pinned=pinned,
@@ -187,13 +278,22 @@ def fresh(
 
 
 def score_terms(
-    seconds_since_access: float, hits: int, importance: float, p: PolicyParams
+    seconds_since_access: float,
+    hits: int,
+    importance: float,
+    p: PolicyParams,
+    seconds_past_due: float | None = None,
 ) -> Score:
-    """The blended score from plain numbers (shared with the SQLite database function)."""
+    """The blended score from plain numbers (shared with the SQLite database function).
+
+    ``seconds_past_due`` is None for a record without a due date (negative: not due yet).
+    """
     # A record touched "after" now (a preview as of the past) counts as just touched.
     hours = max(0.0, seconds_since_access / 3600.0)
     recency = 0.5 ** (hours / p.half_life_hours)
     frequency = min(1.0, math.log1p(max(hits, 0)) / math.log1p(p.saturation_hits))
+    if seconds_past_due is not None and seconds_past_due > 0 and p.past_due_half_life_hours > 0:
+        importance = importance * 0.5 ** (seconds_past_due / 3600.0 / p.past_due_half_life_hours)
     total = p.w_recency * recency + p.w_frequency * frequency + p.w_importance * importance
     return Score(recency, frequency, importance, round(total, SCORE_DECIMALS))
 
@@ -208,8 +308,9 @@ class HybridPolicy:
         return not r.pinned and r.created_at + self.params.ttl < now
 
     def score(self, r: Record, now: datetime) -> Score:
+        past_due = None if r.due_at is None else (now - r.due_at).total_seconds()
         return score_terms(
-            (now - r.last_accessed_at).total_seconds(), r.hits, r.importance, self.params
+            (now - r.last_accessed_at).total_seconds(), r.hits, r.importance, self.params, past_due
         )
 
     def ranked(self, records: Iterable[Record], now: datetime) -> list[tuple[Record, Score]]:
@@ -217,6 +318,20 @@ class HybridPolicy:
         live = [(r, self.score(r, now)) for r in records if not self.expired(r, now)]
         live.sort(key=lambda rs: (rs[1].total, rs[0].last_accessed_at, rs[0].created_at, rs[0].id))
         return live
+
+    def superseded(self, records: Iterable[Record], now: datetime) -> dict[int | str, int | str]:
+        """{id of an unpinned live record: id of the newest live record of its slot}."""
+        if not self.params.supersede:
+            return {}
+        newest: dict[str, Record] = {}
+        slotted = [r for r in records if r.slot and not self.expired(r, now)]
+        for r in slotted:
+            best = newest.get(r.slot)
+            if best is None or (r.said_at, r.id) > (best.said_at, best.id):
+                newest[r.slot] = r
+        return {
+            r.id: newest[r.slot].id for r in slotted if not r.pinned and r.id != newest[r.slot].id
+        }
 
     def victims(self, records: Sequence[Record], now: datetime) -> list[Victim]:
         p = self.params
@@ -228,7 +343,14 @@ class HybridPolicy:
             else:
                 live_records.append(r)
         out.sort(key=lambda v: v.id)  # expired first, in id order whatever the input order
-        ranked = self.ranked(live_records, now)
+        newer = self.superseded(live_records, now)
+        retired = [
+            Victim(r.id, SUPERSEDED, self.score(r, now), r.tokens, newer[r.id])
+            for r in live_records
+            if r.id in newer
+        ]
+        out.extend(sorted(retired, key=lambda v: v.id))
+        ranked = self.ranked([r for r in live_records if r.id not in newer], now)
         count = len(ranked)
         tokens = sum(r.tokens for r, _ in ranked)
         for r, s in ranked:

@@ -220,16 +220,37 @@ SMALL_TALK_MAX_CHARS = 200
 
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("small-talk", SMALL_TALK_PATTERN, DROP, category="small-talk"),
+    # Pins are for what the user states about themselves, so that they fit the caps: an
+    # allergy, and their own medication with its dose. A passing mention (a refill, an
+    # inhaler on order, "added to your allergy list") scores without pinning.
     Rule(
-        "allergy", r"\ballerg(?:y|ic|ies)\b|\banaphyla\w*|\bepipen\b", SCORE, 0.95, True, "health"
+        "allergy",
+        r"\ballergic\b|\ballerg(?:y|ies) to\b|\banaphyla\w*|\bepipen\b",
+        SCORE,
+        0.95,
+        True,
+        "health",
     ),
     Rule(
         "medication",
-        r"\b(?:medication|medicines?|prescri(?:bed|ption)s?|dosage|insulin|inhaler)\b"
-        rf"|\b\d+(?:\.\d+)?[{_SPACE}]?(?:mg|mcg|ml|units)\b",
+        r"\bmy (?:regular |daily |usual |current |new )?(?:medications?|medicines?|dose|dosage)"
+        r" (?:is|are|was|has)\b"
+        r"|\bi (?:take|use|am on|'m on|am taking|'m taking)\b[^.!?\n]{0,40}"
+        rf"\b\d+(?:\.\d+)?[{_SPACE}]?(?:mg|mcg|ml|units)\b"
+        rf"|\b\d+(?:\.\d+)?[{_SPACE}]?(?:mg|mcg|ml|units)\b,?"
+        r" (?:every|each|once|twice|daily|a day)\b",
         SCORE,
         0.9,
         True,
+        "health",
+    ),
+    Rule(
+        "health-mention",
+        r"\b(?:allerg\w*|medications?|medicines?|prescri(?:bed|ptions?)|dosage|insulin|inhaler)\b"
+        rf"|\b\d+(?:\.\d+)?[{_SPACE}]?(?:mg|mcg|ml|units)\b",
+        SCORE,
+        0.6,
+        False,
         "health",
     ),
     Rule(

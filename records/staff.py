@@ -104,10 +104,17 @@ def set_importance(
 
 
 def change_policy(
-    actor, app_name: str, changes: dict, *, base_version: int | None = None, note: str = ""
+    actor,
+    app_name: str,
+    changes: dict,
+    *,
+    base_version: int | None = None,
+    note: str = "",
+    preset: str = "",
 ) -> Policy:
     """Apply validated policy changes with an audit entry of the values before and after.
 
+    ``preset`` names the preset the changes come from (kept in the audit entry).
     ``base_version`` is the version the staff member reviewed; if someone else changed
     the policy since, StalePolicyError is raised and nothing is saved.
     Raises ValidationError (nothing saved) on bad values, and UnknownApp (a ValueError)
@@ -130,7 +137,11 @@ def change_policy(
             app_name=app_name,
             target=f"v{policy.version}",
             before=before,
-            after={"version": policy.version, **{f: getattr(policy, f) for f in changed}},
+            after={
+                "version": policy.version,
+                **({"preset": preset} if preset else {}),
+                **{f: getattr(policy, f) for f in changed},
+            },
             reason=note,
         )
         return policy

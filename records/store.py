@@ -18,13 +18,14 @@ from django.db import connection, transaction
 from django.db.models import BooleanField, Q, Value
 from django.utils.module_loading import import_string
 
-from . import erasure_guard, feedback, search_text
+from . import due, erasure_guard, feedback, search_text
 from . import policy as pure
 from . import rules as pure_rules
-from .extract import Candidate, Extractor
+from .extract import Candidate, Extractor, unmatched_importance
 from .locks import acquire_user_lock, user_lock, user_lock_key
 from .models import (
     APP_NAME_MAX,
+    POLICY_RECORD_FIELDS,
     SESSION_ID_MAX,
     USER_ID_MAX,
     EvictionEvent,
@@ -92,7 +93,10 @@ def _classifier():
 
 
 def extractor_for(app_name: str) -> Extractor:
-    return Extractor(active_rules(app_name), token_counter(), _classifier())
+    information = policy_for(app_name).information_importance
+    return Extractor(
+        active_rules(app_name), token_counter(), _classifier(), information=information
+    )
 
 
 # --- ingest and enforcement --------------------------------------------------------------
@@ -273,8 +277,8 @@ def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) 
         author=c.author,
         entry_timestamp=c.entry_timestamp,
         created_at=now,
-        # Creation is not access: new records start one half-life old.
-        last_accessed_at=pure.fresh_last_accessed(now, policy.params().half_life),
+        # Creation may not count as access: see PolicyParams.fresh_start.
+        last_accessed_at=pure.fresh_last_accessed(now, policy.params()),
         hits=0,
         importance=c.importance,
         importance_source=c.importance_source,
@@ -282,8 +286,14 @@ def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) 
         category=c.category,
         pinned=c.pinned,
         tokens=c.tokens,
+        due_at=_due_at(c.category, c.content, c.entry_timestamp or now),
+        slot=c.slot or None,
         custom_metadata=c.custom_metadata,
     )
+
+
+def _due_at(category: str, content: str, said_at: datetime) -> datetime | None:
+    return due.due_at(content, said_at) if category == due.COMMITMENT else None
 
 
 def enforce(
@@ -379,11 +389,12 @@ def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> No
                 f"""
                 INSERT INTO {table} (record_id, app_name, user_id, reason, recency,
                     frequency, importance, score, tokens, policy_version, run_id,
-                    evicted_at, dedupe_key)
-                SELECT v.id, %s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %s, %s, %s, v.k
+                    evicted_at, dedupe_key, superseded_by)
+                SELECT v.id, %s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %s, %s, %s, v.k, v.n
                 FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[], %s::float8[],
-                            %s::float8[], %s::float8[], %s::integer[], %s::text[])
-                     AS v(id, u, reason, r, f, i, s, t, k)
+                            %s::float8[], %s::float8[], %s::integer[], %s::text[],
+                            %s::bigint[])
+                     AS v(id, u, reason, r, f, i, s, t, k, n)
                 """,
                 [
                     app_name,
@@ -399,6 +410,7 @@ def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> No
                     [v.score.total for v in victims],
                     [v.tokens for v in victims],
                     [v.dedupe_key for v in victims],
+                    [v.superseded_by for v in victims],
                 ],
             )
         return
@@ -418,6 +430,7 @@ def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> No
                 run_id=run_id,
                 evicted_at=now,
                 dedupe_key=v.dedupe_key,
+                superseded_by=v.superseded_by,
             )
             for v in victims
         ],
@@ -425,7 +438,8 @@ def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> No
     )
 
 
-# Policy evictions may be regretted; manual deletes and summarised records may not.
+# Policy evictions may be regretted; manual deletes, summarised and superseded records
+# (a newer statement replaced them) may not.
 REGRET_REASONS = {EvictionReason.EXPIRED, EvictionReason.RECORD_CAP, EvictionReason.TOKEN_CAP}
 
 
@@ -447,18 +461,13 @@ def delete_records(app_name: str, user_id: str, now: datetime, record_id: int | 
                 score=hybrid.score(r.as_policy_record(), now),
                 dedupe_key=r.dedupe_key or "",
             )
-            for r in qs.only(
-                "id",
-                "created_at",
-                "last_accessed_at",
-                "hits",
-                "importance",
-                "pinned",
-                "tokens",
-                "dedupe_key",
-            )
+            for r in qs.only(*POLICY_RECORD_FIELDS, "dedupe_key")
         ]
         return evict(app_name, victims, now, policy_version=policy.version)
+
+
+# What re-scoring may change on a record.
+RESCORED = ("importance", "importance_source", "importance_rule", "category", "pinned", "due_at")
 
 
 def rescore(app_name: str, user_id: str | None = None) -> int:
@@ -480,6 +489,7 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
         )
     )
     keep = {ImportanceSource.STAFF, ImportanceSource.CALLER}
+    information = policy_for(app_name).information_importance
     changed = 0
     for user in users:
         with user_lock(app_name, user):
@@ -487,36 +497,27 @@ def rescore(app_name: str, user_id: str | None = None) -> int:
             records = MemoryRecord.objects.filter(app_name=app_name, user_id=user).exclude(
                 importance_source__in=keep
             )
-            for r in records.only(
-                "id",
-                "content",
-                "importance",
-                "importance_source",
-                "importance_rule",
-                "category",
-                "pinned",
-            ):
+            for r in records.only("id", "content", "entry_timestamp", "created_at", *RESCORED):
                 d = pure_rules.decide(r.content, rules)
                 if d.importance is not None:
                     new = (d.importance, ImportanceSource.RULE, d.rule, d.category)
                 elif r.importance_source == ImportanceSource.CLASSIFIER:
                     new = (r.importance, r.importance_source, r.importance_rule, d.category)
                 else:
-                    new = (
-                        pure_rules.UNMATCHED_IMPORTANCE,
-                        ImportanceSource.DEFAULT,
-                        "",
-                        d.category,
-                    )
+                    new = (*unmatched_importance(r.content, information=information), d.category)
                 pinned = r.pinned or d.pinned
                 old = (r.importance, r.importance_source, r.importance_rule, r.category)
-                if new != old or pinned != r.pinned:
+                due_at = r.due_at
+                if new[3] != r.category:  # a record becomes, or stops being, a commitment
+                    due_at = _due_at(new[3], r.content, r.entry_timestamp or r.created_at)
+                if new != old or pinned != r.pinned or due_at != r.due_at:
                     (r.importance, r.importance_source, r.importance_rule, r.category) = new
                     r.pinned = pinned
+                    r.due_at = due_at
                     updates.append(r)
             MemoryRecord.objects.bulk_update(
                 updates,
-                ["importance", "importance_source", "importance_rule", "category", "pinned"],
+                RESCORED,
                 batch_size=500,
             )
             changed += len(updates)

@@ -134,7 +134,7 @@ def summarise(app_name: str, user_id: str, victims, policy, now: datetime) -> se
             content=text,
             author="memadmin",
             created_at=now,
-            last_accessed_at=pure.fresh_last_accessed(now, params.half_life),
+            last_accessed_at=pure.fresh_last_accessed(now, params),
             importance=max(r.importance for r in sources),
             importance_source=ImportanceSource.DEFAULT,
             importance_rule=SUMMARY_RULE,

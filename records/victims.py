@@ -24,7 +24,7 @@ from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
 from . import policy as pure
-from .models import MemoryRecord
+from .models import POLICY_RECORD_FIELDS, MemoryRecord
 
 TABLE = MemoryRecord._meta.db_table
 
@@ -38,6 +38,7 @@ class SelectedVictim:
     score: pure.Score
     dedupe_key: str
     session_id: str = ""
+    superseded_by: int | None = None  # reason "superseded": the newer record's id
 
 
 # --- SQLite: the policy's own arithmetic as database functions ----------------------
@@ -51,17 +52,18 @@ def _seconds_between(now: str, then: str) -> float:
     return (_parse_sqlite_datetime(now) - _parse_sqlite_datetime(then)).total_seconds()
 
 
-def _sqlite_score(now, last, hits, importance, hl_hours, sat, wr, wf, wi, term):
-    params = _params_cache(hl_hours, sat, wr, wf, wi)
-    s = pure.score_terms(_seconds_between(now, last), hits, importance, params)
-    return {0: s.total, 1: s.recency, 2: s.frequency}[term]
+def _sqlite_score(now, last, hits, importance, due, hl_hours, sat, wr, wf, wi, due_hl, term):
+    params = _params_cache(hl_hours, sat, wr, wf, wi, due_hl)
+    past_due = None if due is None else _seconds_between(now, due)
+    s = pure.score_terms(_seconds_between(now, last), hits, importance, params, past_due)
+    return {0: s.total, 1: s.recency, 2: s.frequency, 3: s.importance}[term]
 
 
 _PARAMS: dict[tuple, pure.PolicyParams] = {}
 
 
-def _params_cache(hl_hours, sat, wr, wf, wi) -> pure.PolicyParams:
-    key = (hl_hours, sat, wr, wf, wi)
+def _params_cache(hl_hours, sat, wr, wf, wi, due_hl) -> pure.PolicyParams:
+    key = (hl_hours, sat, wr, wf, wi, due_hl)
     params = _PARAMS.get(key)
     if params is None:
         from datetime import timedelta
@@ -72,6 +74,7 @@ def _params_cache(hl_hours, sat, wr, wf, wi) -> pure.PolicyParams:
             w_recency=wr,
             w_frequency=wf,
             w_importance=wi,
+            past_due_half_life=timedelta(hours=due_hl),
         )
         if len(_PARAMS) > 256:
             _PARAMS.clear()
@@ -83,7 +86,7 @@ def _params_cache(hl_hours, sat, wr, wf, wi) -> pure.PolicyParams:
 def register_sqlite_functions(sender, connection, **kwargs):
     if connection.vendor == "sqlite":
         connection.connection.create_function(
-            "memadmin_score", 10, _sqlite_score, deterministic=True
+            "memadmin_score", 12, _sqlite_score, deterministic=True
         )
 
 
@@ -102,15 +105,22 @@ _PG_RECENCY = (
     "%(now)s::timestamptz - {t}last_accessed_at)) / 3600.0::float8 / %(hl)s::float8))"
 )
 _PG_FREQUENCY = "least(1.0::float8, ln(1.0::float8 + {t}hits) / ln(1.0::float8 + %(sat)s::float8))"
+# Past its due date, importance halves every past-due half-life (``dhl``, 0 = never).
+_PG_IMPORTANCE = (
+    "(CASE WHEN {t}importance < 1e-15 THEN 0.0::float8"
+    " WHEN %(dhl)s::float8 > 0.0::float8 AND {t}due_at < %(now)s::timestamptz"
+    " THEN {t}importance * power(0.5::float8, least(60.0::float8, date_part('epoch',"
+    " %(now)s::timestamptz - {t}due_at) / 3600.0::float8 / %(dhl)s::float8))"
+    " ELSE {t}importance END)"
+)
 _PG_RAW_SCORE = (
-    "(%(wr)s::float8 * {recency} + %(wf)s::float8 * {frequency}"
-    " + %(wi)s::float8 * (CASE WHEN {t}importance < 1e-15 THEN 0.0::float8"
-    " ELSE {t}importance END))"
+    "(%(wr)s::float8 * {recency} + %(wf)s::float8 * {frequency} + %(wi)s::float8 * {importance})"
 )
 _PG_SCORE = "round(" + _PG_RAW_SCORE + "::numeric, 9)::float8"
 
 _SQLITE_ARGS = (
-    "%(now)s, {t}last_accessed_at, {t}hits, {t}importance, %(hl)s, %(sat)s, %(wr)s, %(wf)s, %(wi)s"
+    "%(now)s, {t}last_accessed_at, {t}hits, {t}importance, {t}due_at,"
+    " %(hl)s, %(sat)s, %(wr)s, %(wf)s, %(wi)s, %(dhl)s"
 )
 
 
@@ -143,18 +153,24 @@ def _base_params(app_name: str, now: datetime, p: pure.PolicyParams) -> dict:
         "wr": p.w_recency,
         "wf": p.w_frequency,
         "wi": p.w_importance,
+        "dhl": p.past_due_half_life_hours,
+        "sup": p.supersede,
         "maxr": p.max_records,
         "maxt": p.max_tokens,
     }
 
 
-def _score_sql(table_alias: str = "") -> tuple[str, str, str]:
-    """SQL expressions of (recency, frequency, score) over the columns of ``table_alias``."""
+def _score_sql(table_alias: str = "") -> tuple[str, str, str, str]:
+    """SQL expressions of (recency, frequency, importance, score) over the columns of
+    ``table_alias``; importance is the decayed one the score uses."""
     t = f"{table_alias}." if table_alias else ""
     if connection.vendor == "postgresql":
-        recency = _PG_RECENCY.format(t=t)
-        frequency = _PG_FREQUENCY.format(t=t)
-        return recency, frequency, _PG_SCORE.format(t=t, recency=recency, frequency=frequency)
+        terms = {
+            "recency": _PG_RECENCY.format(t=t),
+            "frequency": _PG_FREQUENCY.format(t=t),
+            "importance": _PG_IMPORTANCE.format(t=t),
+        }
+        return (*terms.values(), _PG_SCORE.format(t=t, **terms))
     # Connections opened before this module was imported did not get the function yet.
     connection.ensure_connection()
     register_sqlite_functions(None, connection)
@@ -162,6 +178,7 @@ def _score_sql(table_alias: str = "") -> tuple[str, str, str]:
     return (
         f"memadmin_score({args}, 1)",
         f"memadmin_score({args}, 2)",
+        f"memadmin_score({args}, 3)",
         f"memadmin_score({args}, 0)",
     )
 
@@ -169,13 +186,42 @@ def _score_sql(table_alias: str = "") -> tuple[str, str, str]:
 def _expired_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
-    recency, frequency, score = _score_sql()
+    recency, frequency, importance, score = _score_sql()
     sql = f"""
         SELECT id, user_id, tokens, {recency} AS recency, {frequency} AS frequency,
-               importance, {score} AS score, dedupe_key, source_session_id,
-               'expired' AS reason, 0 AS k
+               {importance} AS importance, {score} AS score, dedupe_key, source_session_id,
+               'expired' AS reason, 0 AS k, CAST(NULL AS BIGINT) AS superseded_by
         FROM {TABLE}
         WHERE app_name = %(app)s {user_sql} AND NOT pinned AND created_at < %(cutoff)s
+    """
+    return sql, params
+
+
+def _superseded_ids(user_sql: str) -> str:
+    """(id, newer): every unpinned live record with a slot and the newest live record of
+    that slot when it is not the newest itself (stated time, then id). Empty unless the
+    policy supersedes (``sup``)."""
+    return f"""
+        SELECT id, newer FROM (
+            SELECT id, pinned, row_number() OVER w AS rn, first_value(id) OVER w AS newer
+            FROM {TABLE}
+            WHERE app_name = %(app)s {user_sql} AND %(sup)s AND slot IS NOT NULL AND slot <> ''
+              AND (pinned OR created_at >= %(cutoff)s)
+            WINDOW w AS (PARTITION BY user_id, slot
+                         ORDER BY COALESCE(entry_timestamp, created_at) DESC, id DESC)
+        ) AS s WHERE rn > 1 AND NOT pinned"""
+
+
+def _superseded_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
+    params = _base_params(app_name, now, p)
+    user_sql = _user_filter(user_ids, params)
+    recency, frequency, importance, score = _score_sql("m")
+    sql = f"""
+        SELECT m.id, m.user_id, m.tokens, {recency} AS recency, {frequency} AS frequency,
+               {importance} AS importance, {score} AS score, m.dedupe_key,
+               m.source_session_id, 'superseded' AS reason, 0 AS k, s.newer AS superseded_by
+        FROM ({_superseded_ids(user_sql)}) AS s
+        JOIN {TABLE} m ON m.id = s.id
     """
     return sql, params
 
@@ -192,19 +238,22 @@ _PG_ROUND_9 = (
 
 
 def _pg_unrounded_score() -> str:
-    recency = _PG_RECENCY.format(t="")
-    frequency = _PG_FREQUENCY.format(t="")
-    return _PG_RAW_SCORE.format(t="", recency=recency, frequency=frequency)
+    return _PG_RAW_SCORE.format(
+        t="",
+        recency=_PG_RECENCY.format(t=""),
+        frequency=_PG_FREQUENCY.format(t=""),
+        importance=_PG_IMPORTANCE.format(t=""),
+    )
 
 
 # The victims' own rows by primary key; OFFSET 0 keeps the planner from flattening the
 # lookup into a hash join over the whole table.
 _PG_VICTIM_ROWS = f"""CROSS JOIN LATERAL (
-            SELECT last_accessed_at, hits, importance, dedupe_key, source_session_id
+            SELECT last_accessed_at, hits, importance, due_at, dedupe_key, source_session_id
             FROM {TABLE} WHERE id = r.id OFFSET 0) AS m"""
 
 
-def _ranked_victims(recency: str, frequency: str, victim_rows: str) -> str:
+def _ranked_victims(recency: str, frequency: str, importance: str, victim_rows: str) -> str:
     """The end of both cap queries: the window over ``c`` (the ranked candidates, in the
     ``ranked`` CTE), then the rows still over a cap, with their terms and reason."""
     return f"""
@@ -213,10 +262,10 @@ def _ranked_victims(recency: str, frequency: str, victim_rows: str) -> str:
                          ROWS UNBOUNDED PRECEDING)
         )
         SELECT r.id, r.user_id, r.tokens, {recency} AS recency, {frequency} AS frequency,
-               m.importance, r.score, m.dedupe_key, m.source_session_id,
+               {importance} AS importance, r.score, m.dedupe_key, m.source_session_id,
                CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
                  AS reason,
-               r.k
+               r.k, CAST(NULL AS BIGINT) AS superseded_by
         FROM ranked r
         JOIN totals ON totals.user_id = r.user_id
         {victim_rows}
@@ -235,17 +284,19 @@ def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
         return _pg_one_user_cap_sql(app_name, user_ids, now, p)
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
-    _, _, score = _score_sql()
-    recency, frequency, _ = _score_sql("m")
+    *_, score = _score_sql()
+    recency, frequency, importance, _ = _score_sql("m")
     if connection.vendor == "postgresql":
         victim_rows = _PG_VICTIM_ROWS
     else:
         victim_rows = f"JOIN {TABLE} m ON m.id = r.id"
     sql = f"""
-        WITH totals AS (
+        WITH superseded AS ({_superseded_ids(user_sql)}),
+        totals AS (
             SELECT user_id, count(*) AS n, sum(tokens) AS s
             FROM {TABLE}
             WHERE app_name = %(app)s {user_sql} AND (pinned OR created_at >= %(cutoff)s)
+              AND id NOT IN (SELECT id FROM superseded)
             GROUP BY user_id
             HAVING count(*) > %(maxr)s OR sum(tokens) > %(maxt)s
         ),
@@ -259,8 +310,9 @@ def _cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
                 WHERE app_name = %(app)s {user_sql} AND NOT pinned
                   AND created_at >= %(cutoff)s
                   AND user_id IN (SELECT user_id FROM totals)
+                  AND id NOT IN (SELECT id FROM superseded)
             ) AS c
-{_ranked_victims(recency, frequency, victim_rows)}"""
+{_ranked_victims(recency, frequency, importance, victim_rows)}"""
     return sql, params
 
 
@@ -278,14 +330,15 @@ def _pg_one_user_cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     """
     params = _base_params(app_name, now, p)
     user_sql = _user_filter(user_ids, params)
-    recency, frequency, _ = _score_sql("m")
-    unpinned = "NOT pinned AND created_at >= %(cutoff)s"
+    recency, frequency, importance, _ = _score_sql("m")
+    unpinned = "NOT pinned AND created_at >= %(cutoff)s AND id NOT IN (SELECT id FROM superseded)"
     min_positive = f"min(tokens) FILTER (WHERE {unpinned} AND tokens > 0)"
     # One user: an aggregate without GROUP BY, which the planner knows is one row (with
     # GROUP BY it guessed ~100 users, costed ~100 rankings and paid JIT compilation,
     # ~35 ms, on every ingest).
     sql = f"""
-        WITH totals AS (
+        WITH superseded AS ({_superseded_ids(user_sql)}),
+        totals AS (
             SELECT %(user)s::text AS user_id, count(*) AS n, sum(tokens) AS s,
                    greatest(count(*) - %(maxr)s, CASE
                      WHEN sum(tokens) <= %(maxt)s THEN 0
@@ -295,6 +348,7 @@ def _pg_one_user_cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
                    END) AS lim
             FROM {TABLE}
             WHERE app_name = %(app)s {user_sql} AND (pinned OR created_at >= %(cutoff)s)
+              AND id NOT IN (SELECT id FROM superseded)
             HAVING count(*) > %(maxr)s OR sum(tokens) > %(maxt)s
         ),
         ranked AS (
@@ -315,7 +369,7 @@ def _pg_one_user_cap_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
                 ORDER BY score, last_accessed_at, created_at, id
                 LIMIT totals.lim
             ) AS c
-{_ranked_victims(recency, frequency, _PG_VICTIM_ROWS)}"""
+{_ranked_victims(recency, frequency, importance, _PG_VICTIM_ROWS)}"""
     return sql, params
 
 
@@ -351,13 +405,12 @@ def count_victims(
     The same selection as select_victims, aggregated in the database, so previewing a
     policy change over a large app returns a handful of numbers, not every victim.
     """
-    expired, params = _expired_sql(app_name, user_ids, now, p)
-    capped, cap_params = _cap_sql(app_name, user_ids, now, p)
-    # Both parts take the same named parameters, so one mapping serves the union.
-    params.update(cap_params)
+    expired, superseded, capped, params = _parts(app_name, user_ids, now, p)
     sql = f"""
         SELECT v.reason, count(*), count(DISTINCT v.user_id), coalesce(sum(v.tokens), 0)
         FROM (SELECT reason, user_id, tokens FROM ({expired}) AS e
+              UNION ALL
+              SELECT reason, user_id, tokens FROM ({superseded}) AS s
               UNION ALL
               SELECT reason, user_id, tokens FROM ({capped}) AS c) AS v
         GROUP BY v.reason
@@ -365,6 +418,8 @@ def count_victims(
     users_sql = f"""
         SELECT count(DISTINCT v.user_id)
         FROM (SELECT user_id FROM ({expired}) AS e
+              UNION ALL
+              SELECT user_id FROM ({superseded}) AS s
               UNION ALL
               SELECT user_id FROM ({capped}) AS c) AS v
     """
@@ -389,7 +444,7 @@ def _fetch(sql: str, params: dict) -> list[SelectedVictim]:
     out = []
     for row in rows:
         id, user_id, tokens, recency, frequency, importance, score, key, session_id = row[:9]
-        reason = row[9]
+        reason, superseded_by = row[9], row[11]
         out.append(
             SelectedVictim(
                 id=id,
@@ -399,26 +454,39 @@ def _fetch(sql: str, params: dict) -> list[SelectedVictim]:
                 score=pure.Score(float(recency), float(frequency), importance, float(score)),
                 dedupe_key=key or "",
                 session_id=session_id or "",
+                superseded_by=superseded_by,
             )
         )
     return out
 
 
+def _parts(app_name, user_ids, now, p) -> tuple[str, str, str, dict]:
+    """The expired, superseded and cap selections, which take the same named parameters
+    (so one mapping serves their union)."""
+    expired, params = _expired_sql(app_name, user_ids, now, p)
+    superseded, superseded_params = _superseded_sql(app_name, user_ids, now, p)
+    capped, cap_params = _cap_sql(app_name, user_ids, now, p)
+    params.update(superseded_params)
+    params.update(cap_params)
+    return expired, superseded, capped, params
+
+
 def select_victims(
     app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
 ) -> list[SelectedVictim]:
-    """Expired records, then cap victims, for one user, some users, or (None) every user.
+    """Expired records, then superseded ones, then cap victims, for one user, some users,
+    or (None) every user.
 
     One statement (enforcement runs it on every ingest: a round trip saved counts).
     """
-    expired, params = _expired_sql(app_name, user_ids, now, p)
-    capped, cap_params = _cap_sql(app_name, user_ids, now, p)
-    params.update(cap_params)  # the same names and values
+    expired, superseded, capped, params = _parts(app_name, user_ids, now, p)
     sql = f"""
         SELECT * FROM (
             SELECT e.*, 0 AS part_, e.id AS order_ FROM ({expired}) AS e
             UNION ALL
-            SELECT c.*, 1 AS part_, c.k AS order_ FROM ({capped}) AS c
+            SELECT s.*, 1 AS part_, s.id AS order_ FROM ({superseded}) AS s
+            UNION ALL
+            SELECT c.*, 2 AS part_, c.k AS order_ FROM ({capped}) AS c
         ) AS v
         ORDER BY v.part_, v.user_id, v.order_
     """
@@ -429,12 +497,11 @@ def select_victims_python(
     app_name: str, user_id: str, now: datetime, p: pure.PolicyParams
 ) -> list[pure.Victim]:
     """The article's approach: list every record into Python, score, sort (the baseline)."""
-    fields = ("id", "created_at", "last_accessed_at", "hits", "importance", "pinned", "tokens")
     records = [
-        pure.Record(*row)
-        for row in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
+        r.as_policy_record()
+        for r in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
         .order_by("id")
-        .values_list(*fields)
+        .only(*POLICY_RECORD_FIELDS)
     ]
     return pure.HybridPolicy(p).victims(records, now)
 
@@ -486,10 +553,11 @@ def rank_user(
     """
     params = _base_params(app_name, now, p)
     params["user"] = user_id
-    recency, frequency, score = _score_sql()
+    recency, frequency, importance, score = _score_sql()
     columns = (
-        f"id, created_at, last_accessed_at, hits, importance, pinned, tokens, "
-        f"{recency} AS recency, {frequency} AS frequency, {score} AS score"
+        f"id, created_at, last_accessed_at, hits, importance, pinned, tokens, due_at, "
+        f"{recency} AS recency, {frequency} AS frequency, {importance} AS decayed,"
+        f" {score} AS score"
     )
     where = "app_name = %(app)s AND user_id = %(user)s"
     pinned_int = "CASE WHEN pinned THEN 1 ELSE 0 END"
@@ -545,8 +613,10 @@ def rank_user(
             importance,
             pinned,
             tokens,
+            due,
             rec,
             freq,
+            decayed,
             total,
             part,
             rnk,
@@ -568,8 +638,9 @@ def rank_user(
                     importance,
                     bool(pinned),
                     tokens,
+                    _as_datetime(due),
                 ),
-                score=pure.Score(float(rec), float(freq), importance, float(total)),
+                score=pure.Score(float(rec), float(freq), float(decayed), float(total)),
                 expired=bool(part),
                 rank=rnk,
                 cumulative_tokens=None if cum is None else int(cum),

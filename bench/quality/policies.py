@@ -41,15 +41,8 @@ POLICIES = (DEFAULT, ARTICLE, *BASELINES)
 UNBOUNDED = int(LIMITS["max_records"][0])
 NO_TTL_DAYS = CENTURY_DAYS
 
-ARTICLE_VALUES = {
-    "w_recency": 0.4,
-    "w_frequency": 0.2,
-    "w_importance": 0.4,
-    "half_life_hours": 30 * 24.0,
-    "ttl_days": 365,
-    "saturation_hits": 100,
-    "summarise": False,
-}
+# With the article preset's scoring values (records.models.preset_values).
+ARTICLE_VALUES = {"ttl_days": 365, "summarise": False}
 
 _LAST_USE = "greatest(created_at, last_accessed_at)"
 ORDERS = {
@@ -65,15 +58,27 @@ ORDERS = {
 
 def configure(app_name: str, policy: str, budget: int | None) -> None:
     """Give ``app_name`` the policy row this replay runs with."""
+    from records.models import preset_values
     from records.policies import policy_for, update_policy
 
     policy_for(app_name)  # the product's defaults for a new app
     if policy == DEFAULT:
         changes = {"max_records": budget, "max_tokens": UNBOUNDED}
     elif policy == ARTICLE:
-        changes = {**ARTICLE_VALUES, "max_records": budget, "max_tokens": UNBOUNDED}
+        changes = {
+            **preset_values(ARTICLE),  # the article's weights, half-life, fresh start ...
+            **ARTICLE_VALUES,
+            "max_records": budget,
+            "max_tokens": UNBOUNDED,
+        }
     elif policy in BASELINES or policy == KEEP_ALL:
-        changes = {"max_records": UNBOUNDED, "max_tokens": UNBOUNDED, "ttl_days": NO_TTL_DAYS}
+        # The product never evicts here: caps and TTL out of reach, nothing superseded.
+        changes = {
+            "max_records": UNBOUNDED,
+            "max_tokens": UNBOUNDED,
+            "ttl_days": NO_TTL_DAYS,
+            "supersede": False,
+        }
     else:
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES + (KEEP_ALL,)}")
     update_policy(app_name, changes, note=f"quality bench: {policy}")

@@ -179,7 +179,19 @@ def _user(n: int, seed: int, sessions: int) -> User:
             b.say("user", bye)
             b.say("agent", reply)
         b.close(day)
+    _current_addresses(b, addresses)
     return b.user()
+
+
+def _current_addresses(b: _UserBuilder, addresses: list[_Fact]) -> None:
+    """An address question asked after a later move is about the address current then:
+    its evidence is that one, and every address given before it is stale."""
+    for i, (text, fact, day, truth) in enumerate(b.pending):
+        if fact.kind != "address":
+            continue
+        said = [a for a in addresses if a.day < day]  # a move on the day comes after
+        current = said[-1]
+        b.pending[i] = (text, current, day, {**truth, "stale": tuple(a.key for a in said[:-1])})
 
 
 def _cold(b: _UserBuilder, fact: _Fact, texts: list[str], **truth) -> None:

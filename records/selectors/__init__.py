@@ -13,6 +13,7 @@ from .overview import (
     session_event_spread,
     spread_by_group,
     user_spread,
+    users_pinned_over_cap,
 )
 from .policies import policy_history, policy_rows
 from .records import ScoredRow, scored_record, scored_records, session_links
@@ -67,4 +68,5 @@ __all__ = [
     "staff_rules",
     "user_page",
     "user_spread",
+    "users_pinned_over_cap",
 ]

@@ -45,6 +45,7 @@ EVICTION_REASONS = (
     pure.TOKEN_CAP,
     EvictionReason.MANUAL.value,
     EvictionReason.SUMMARISED.value,
+    EvictionReason.SUPERSEDED.value,
 )
 
 
@@ -174,6 +175,21 @@ def users_over_caps() -> dict[str, int]:
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, (*params, DEFAULT_MAX_RECORDS, DEFAULT_MAX_TOKENS))
+        return dict(cursor.fetchall())
+
+
+def users_pinned_over_cap() -> dict[str, int]:
+    """Per app: users whose pinned records alone exceed the record cap. Pins are never
+    evicted, so for them the cap cannot hold; the pin rules or the cap need a look."""
+    stats = connection.ops.quote_name(UserMemoryStats._meta.db_table)
+    table = connection.ops.quote_name(Policy._meta.db_table)
+    sql = (
+        f"SELECT s.app_name, COUNT(*) FROM {stats} AS s LEFT JOIN {table} AS p "  # noqa: S608
+        f"ON p.app_name = s.app_name WHERE s.pinned > COALESCE(p.max_records, %s) "
+        f"GROUP BY s.app_name"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (DEFAULT_MAX_RECORDS,))
         return dict(cursor.fetchall())
 
 

@@ -19,6 +19,7 @@ from ..selectors import (
     per_user_histogram,
     session_event_spread,
     user_spread,
+    users_pinned_over_cap,
 )
 from .common import render_page
 
@@ -34,6 +35,7 @@ class AppFigures:
     records: Spread | None
     tokens: Spread | None
     over_cap: int
+    pinned_over_cap: int  # users over the record cap on pinned records alone
     events: Spread | None
     sessions: int
     idle_sessions: int
@@ -50,6 +52,7 @@ def overview(request):
     events = session_event_spread()
     sessions = {s.app_name: s for s in app_session_counts(now)}
     policies = {p.app_name: p for p in Policy.objects.order_by("app_name")}
+    pinned_over = users_pinned_over_cap()
     apps = sorted(set(spreads) | set(policies) | set(sessions))
     figures = []
     for app in apps:
@@ -63,6 +66,7 @@ def overview(request):
                 records=spread.get("records"),
                 tokens=spread.get("tokens"),
                 over_cap=spread.get("over_cap", 0),
+                pinned_over_cap=pinned_over.get(app, 0),
                 events=events.get(app),
                 sessions=sessions[app].total if app in sessions else 0,
                 idle_sessions=sessions[app].idle if app in sessions else 0,

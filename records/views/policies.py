@@ -76,6 +76,7 @@ def policy(request, app):
             changes,
             base_version=_int(request.POST.get("base_version")),
             note=form.cleaned_data["note"],
+            preset=form.cleaned_data.get("preset", ""),
         )
     except staff.StalePolicyError as stale:
         form = PolicyForm(request.POST, instance=stale.current)

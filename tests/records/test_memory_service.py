@@ -9,8 +9,9 @@ from google.genai import types
 
 from records import touches
 from records.memory_service import EvictingMemoryService
-from records.models import EvictionEvent, MemoryRecord
+from records.models import EvictionEvent, MemoryRecord, preset_values
 from records.policies import update_policy
+from records.policy import ARTICLE
 from records.touches import buffering
 
 from ..asyncutil import run
@@ -49,6 +50,7 @@ def test_add_session_then_search_returns_memory_entries_with_ids_and_metadata():
 
 @pytest.mark.skipif(buffering(), reason="with Redis the touch lands at the next flush")
 def test_search_touches_what_it_returned():
+    update_policy("pharmacy", preset_values(ARTICLE))  # new records start a half-life old
     svc = service()
     run(svc.add_session_to_memory(session(["Deliver to 12 Elm Street", "My name is Ana"])))
     run(svc.search_memory(app_name="pharmacy", user_id="u1", query="deliver"))
@@ -256,6 +258,8 @@ def test_an_entry_naming_another_users_record_is_a_new_memory_and_leaves_that_re
 
 
 def test_an_edited_recalled_entry_is_stored_as_a_new_memory():
+    # Supersession (a newer address retires the older) is tested in test_store.
+    update_policy("pharmacy", {"supersede": False})
     run(service().add_session_to_memory(session(["Deliver to 12 Elm Street"])))
     old = MemoryRecord.objects.get()
     result = add_memories_now([entry("Deliver to 4 Mill Lane", id=str(old.pk))])

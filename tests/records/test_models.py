@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from records.models import MemoryRecord, Policy, PolicyVersion
 from records.policies import policy_for, update_policy
+from records.policy import PolicyParams
 
 pytestmark = pytest.mark.django_db
 
@@ -51,12 +52,12 @@ def test_same_dedupe_key_twice_for_one_user_is_refused_but_not_across_users():
     assert MemoryRecord.objects.count() == 4
 
 
-def test_policy_defaults_are_the_articles():
+def test_policy_defaults_are_the_default_preset_with_the_articles_caps():
     p = policy_for("pharmacy")
     params = p.params()
+    assert params == PolicyParams() and p.preset == "default"
     assert (p.ttl_days, p.half_life_hours, p.max_records, p.max_tokens) == (365, 720, 500, 40_000)
-    assert (params.w_recency, params.w_frequency, params.w_importance) == (0.4, 0.2, 0.4)
-    assert params.saturation_hits == 100
+    assert (params.w_recency, params.w_frequency, params.w_importance) == (0.5, 0.0, 0.5)
     assert PolicyVersion.objects.filter(app_name="pharmacy", version=1).exists()
 
 
@@ -74,7 +75,7 @@ def test_policy_change_bumps_the_version_and_keeps_the_previous():
     [
         ({"max_records": 0}, "max_records", "at least 1"),
         ({"half_life_hours": 0}, "half_life_hours", "positive"),
-        ({"w_recency": 0.5}, "__all__", "Weights must sum to 1"),
+        ({"w_recency": 0.7}, "__all__", "Weights must sum to 1"),
         ({"w_recency": -0.1, "w_frequency": 0.7}, "__all__", "at least 0"),
     ],
 )
@@ -84,7 +85,7 @@ def test_bad_policy_values_get_messages_and_change_nothing(changes, field, messa
         update_policy("pharmacy", changes)
     assert any(message in m for m in err.value.message_dict[field])
     p = Policy.objects.get(app_name="pharmacy")
-    assert (p.version, p.max_records, p.w_recency) == (1, 500, 0.4)
+    assert (p.version, p.max_records, p.w_recency) == (1, 500, 0.5)
     assert PolicyVersion.objects.filter(app_name="pharmacy").count() == 1
 
 

@@ -56,6 +56,23 @@ def test_overview_shows_spreads_against_caps_and_draws_charts(login):
     assert "vendor/plotly.min.js" in content and "js/charts.js" in content
 
 
+def test_overview_warns_of_users_whose_pins_alone_exceed_the_cap(login):
+    update_policy("pharmacy", {"max_records": 5})
+    make_records("pharmacy", "over", 6, pinned=True)  # pins alone over the cap
+    make_records("pharmacy", "at", 5, pinned=True)  # at the cap: not over
+    make_records("pharmacy", "mixed", 3, pinned=True)
+    make_records("pharmacy", "mixed", 9)  # over the cap, but enforcement can fix it
+    update_policy("travel", {"max_records": 50})
+    make_records("travel", "t", 6, pinned=True)
+    response = login("support").get(reverse("records:overview"))
+    rows = {f.app_name: f for f in response.context["figures"]}
+    assert (rows["pharmacy"].pinned_over_cap, rows["travel"].pinned_over_cap) == (1, 0)
+    content = response.content.decode()
+    assert "1 user has more pinned records than the cap of 5" in content
+    assert "travel:</strong>" not in content
+    assert reverse("records:users") + "?sort=pinned" in content
+
+
 def test_overview_with_no_data_says_so(login):
     response = login("compliance").get(reverse("records:overview"))
     assert response.status_code == 200

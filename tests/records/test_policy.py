@@ -6,8 +6,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from records.policy import (
+    ARTICLE,
+    DEFAULT,
     EXPIRED,
+    PRESET_FIELDS,
+    PRESETS,
     RECORD_CAP,
+    SUPERSEDED,
     TOKEN_CAP,
     HybridPolicy,
     PolicyError,
@@ -15,10 +20,14 @@ from records.policy import (
     Record,
     fresh,
     fresh_last_accessed,
+    preset,
+    preset_of,
 )
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 HALF_LIFE = timedelta(days=30)
+# The article's exact policy: its formula and worked example are checked under it.
+ARTICLE_PARAMS = preset(ARTICLE)
 
 
 def rec(
@@ -30,6 +39,9 @@ def rec(
     importance=0.5,
     pinned=False,
     tokens=10,
+    due=None,
+    slot="",
+    said=None,
 ):
     return Record(
         id=id,
@@ -39,6 +51,9 @@ def rec(
         importance=importance,
         pinned=pinned,
         tokens=tokens,
+        due_at=due,
+        slot=slot,
+        stated_at=said,
     )
 
 
@@ -46,14 +61,14 @@ def rec(
 
 
 def test_recency_halves_every_half_life():
-    policy = HybridPolicy()
+    policy = HybridPolicy(ARTICLE_PARAMS)
     assert policy.score(rec(1, accessed_ago=timedelta(0)), NOW).recency == 1.0
     assert policy.score(rec(1, accessed_ago=HALF_LIFE), NOW).recency == pytest.approx(0.5)
     assert policy.score(rec(1, accessed_ago=2 * HALF_LIFE), NOW).recency == pytest.approx(0.25)
 
 
 def test_frequency_is_logarithmic_and_saturates_at_100_hits():
-    policy = HybridPolicy()
+    policy = HybridPolicy(ARTICLE_PARAMS)
     f = lambda hits: policy.score(rec(1, hits=hits), NOW).frequency  # noqa: E731
     assert f(0) == 0.0
     assert f(1) == pytest.approx(math.log(2) / math.log(101))
@@ -64,22 +79,156 @@ def test_frequency_is_logarithmic_and_saturates_at_100_hits():
 
 
 def test_total_is_the_article_blend():
-    s = HybridPolicy().score(rec(1, accessed_ago=HALF_LIFE, hits=1, importance=0.8), NOW)
+    r = rec(1, accessed_ago=HALF_LIFE, hits=1, importance=0.8)
+    s = HybridPolicy(ARTICLE_PARAMS).score(r, NOW)
     expected = 0.4 * 0.5 + 0.2 * (math.log(2) / math.log(101)) + 0.4 * 0.8
     assert s.total == pytest.approx(expected, abs=1e-9)
     assert (s.importance, s.recency) == (0.8, pytest.approx(0.5))
 
 
 def test_a_record_touched_after_now_counts_as_just_touched():
-    s = HybridPolicy().score(rec(1, accessed_ago=-timedelta(days=3)), NOW)
+    s = HybridPolicy(ARTICLE_PARAMS).score(rec(1, accessed_ago=-timedelta(days=3)), NOW)
     assert s.recency == 1.0
 
 
-def test_fresh_records_start_one_half_life_old():
-    r = fresh("n", NOW, PolicyParams(), importance=0.1, tokens=5)
+def test_fresh_records_start_one_half_life_old_under_the_article():
+    r = fresh("n", NOW, ARTICLE_PARAMS, importance=0.1, tokens=5)
     assert r.created_at == NOW
-    assert r.last_accessed_at == fresh_last_accessed(NOW, HALF_LIFE) == NOW - HALF_LIFE
-    assert HybridPolicy().score(r, NOW).recency == pytest.approx(0.5)
+    assert r.last_accessed_at == fresh_last_accessed(NOW, ARTICLE_PARAMS) == NOW - HALF_LIFE
+    assert HybridPolicy(ARTICLE_PARAMS).score(r, NOW).recency == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("start", "recency"), [(0.0, 1.0), (0.5, 0.5**0.5), (2.0, 0.25)])
+def test_fresh_start_is_a_setting_in_half_lives(start, recency):
+    params = PolicyParams(half_life=HALF_LIFE, fresh_start=start)
+    r = fresh("n", NOW, params, importance=0.1)
+    assert r.last_accessed_at == NOW - HALF_LIFE * start
+    assert HybridPolicy(params).score(r, NOW).recency == pytest.approx(recency)
+
+
+# --- past-due decay -------------------------------------------------------------
+
+
+def test_a_commitment_past_its_due_date_loses_half_its_importance_each_half_life():
+    params = PolicyParams(past_due_half_life=timedelta(days=14))
+    policy = HybridPolicy(params)
+    importance = lambda due: policy.score(rec(1, importance=0.8, due=due), NOW).importance  # noqa: E731
+    assert importance(None) == 0.8  # not a commitment
+    assert importance(NOW + timedelta(days=3)) == 0.8  # not due yet
+    assert importance(NOW) == 0.8
+    assert importance(NOW - timedelta(days=14)) == pytest.approx(0.4)
+    assert importance(NOW - timedelta(days=28)) == pytest.approx(0.2)
+
+
+def test_without_a_past_due_half_life_importance_never_decays():
+    policy = HybridPolicy(PolicyParams(past_due_half_life=timedelta(0)))
+    r = rec(1, importance=0.75, due=NOW - timedelta(days=300))
+    assert policy.score(r, NOW).importance == 0.75
+    assert HybridPolicy(ARTICLE_PARAMS).score(r, NOW).importance == 0.75
+
+
+def test_a_stale_commitment_goes_before_a_fresh_note_of_lower_importance():
+    policy = HybridPolicy(PolicyParams(max_records=1, past_due_half_life=timedelta(days=14)))
+    stale = rec("delivered-order", importance=0.75, due=NOW - timedelta(days=60))
+    note = rec("note", importance=0.2)
+    assert policy.victim_ids([stale, note], NOW) == ["delivered-order"]
+    assert HybridPolicy(preset(ARTICLE, PolicyParams(max_records=1))).victim_ids(
+        [stale, note], NOW
+    ) == ["note"]
+
+
+# --- supersession ----------------------------------------------------------------
+
+
+def address(id, said_days_ago, **kw):
+    return rec(id, slot="delivery-address", said=NOW - timedelta(days=said_days_ago), **kw)
+
+
+def test_a_newer_statement_of_a_slot_retires_the_older_ones_even_under_the_caps():
+    policy = HybridPolicy(PolicyParams(supersede=True))
+    # the old address was read often and scores higher: it goes all the same
+    records = [address("old", 90, hits=40), address("older", 200), address("new", 2), rec("x")]
+    victims = policy.victims(records, NOW)
+    assert [(v.id, v.reason, v.superseded_by) for v in victims] == [
+        ("old", SUPERSEDED, "new"),
+        ("older", SUPERSEDED, "new"),
+    ]
+
+
+def test_the_time_said_decides_not_the_time_stored():
+    # an older session ingested late: its address is still the older one
+    late = Record("late", NOW, NOW, stated_at=NOW - timedelta(days=30), slot="delivery-address")
+    current = address("current", 5, age=timedelta(days=5))
+    victims = HybridPolicy(PolicyParams(supersede=True)).victims([late, current], NOW)
+    assert [(v.id, v.superseded_by) for v in victims] == [("late", "current")]
+
+
+def test_supersession_keeps_pins_and_other_slots_and_needs_the_setting():
+    records = [
+        address("pinned-old", 90, pinned=True),
+        address("new", 2),
+        rec("phone", slot="phone", said=NOW - timedelta(days=100)),
+    ]
+    assert HybridPolicy(PolicyParams(supersede=True)).victims(records, NOW) == []
+    old = [address("old", 90), address("new", 2)]
+    assert HybridPolicy(PolicyParams(supersede=False)).victims(old, NOW) == []
+    assert HybridPolicy(ARTICLE_PARAMS).victims(old, NOW) == []
+
+
+def test_superseded_records_do_not_count_against_the_caps():
+    policy = HybridPolicy(PolicyParams(supersede=True, max_records=2))
+    records = [address("old", 90), address("new", 2), rec("a", importance=0.1), rec("b")]
+    assert [(v.id, v.reason) for v in policy.victims(records, NOW)] == [
+        ("old", SUPERSEDED),
+        ("a", RECORD_CAP),
+    ]
+
+
+def test_an_expired_statement_supersedes_nothing():
+    records = [address("old", 90), address("new", 2, age=timedelta(days=400))]
+    victims = HybridPolicy(PolicyParams(supersede=True)).victims(records, NOW)
+    assert [(v.id, v.reason) for v in victims] == [("new", EXPIRED)]
+
+
+# --- presets -------------------------------------------------------------------
+
+
+def test_the_article_preset_is_the_articles_exact_policy():
+    p = preset(ARTICLE)
+    assert (p.half_life, p.w_recency, p.w_frequency, p.w_importance) == (
+        timedelta(days=30),
+        0.4,
+        0.2,
+        0.4,
+    )
+    assert (p.saturation_hits, p.fresh_start) == (100, 1.0)
+    assert p.past_due_half_life == timedelta(0)  # importance is set once, at write time
+    assert p.supersede is False
+    assert (p.ttl, p.max_records, p.max_tokens) == (timedelta(days=365), 500, 40_000)
+
+
+def test_the_default_preset_is_what_new_policies_get():
+    assert preset(DEFAULT) == PolicyParams()
+    assert preset_of(PolicyParams()) == DEFAULT
+    assert preset(DEFAULT) != preset(ARTICLE)
+
+
+def test_a_preset_keeps_the_caps_and_ttl_it_is_applied_to():
+    base = PolicyParams(max_records=50, max_tokens=900, ttl=timedelta(days=20))
+    p = preset(ARTICLE, base)
+    assert (p.max_records, p.max_tokens, p.ttl) == (50, 900, timedelta(days=20))
+    assert preset_of(p) == ARTICLE
+    assert preset_of(PolicyParams(w_recency=0.6, w_frequency=0.0, w_importance=0.4)) is None
+
+
+def test_every_preset_names_every_preset_setting():
+    for values in PRESETS.values():
+        assert set(values) == set(PRESET_FIELDS)
+
+
+def test_an_unknown_preset_is_refused_with_the_choices():
+    with pytest.raises(PolicyError, match="no preset 'lru'; choose one of default, article"):
+        preset("lru")
 
 
 # --- expiry --------------------------------------------------------------------
@@ -96,7 +245,7 @@ def test_expired_after_ttl_but_never_when_pinned():
 
 
 def test_expired_records_are_victims_even_under_the_caps():
-    policy = HybridPolicy()
+    policy = HybridPolicy(ARTICLE_PARAMS)
     victims = policy.victims([rec(1, age=timedelta(days=400)), rec(2)], NOW)
     assert [(v.id, v.reason) for v in victims] == [(1, EXPIRED)]
 
@@ -172,7 +321,7 @@ def test_ties_are_broken_deterministically_oldest_access_first_then_id():
 
 
 def test_empty_and_under_cap_give_no_victims():
-    policy = HybridPolicy()
+    policy = HybridPolicy(ARTICLE_PARAMS)
     assert policy.victims([], NOW) == []
     assert policy.victims([rec(i) for i in range(500)], NOW) == []
 
@@ -187,12 +336,16 @@ def test_empty_and_under_cap_give_no_victims():
         ({"max_tokens": -5}, "max tokens must be at least 1"),
         ({"half_life": timedelta(0)}, "half-life must be positive"),
         ({"ttl": timedelta(days=-1)}, "TTL must be positive"),
-        ({"w_recency": 0.5}, "weights must sum to 1"),
+        ({"w_recency": 0.7}, "weights must sum to 1"),
         ({"w_recency": -0.2, "w_frequency": 0.8}, "weights must be finite and at least 0"),
         ({"w_recency": float("nan")}, "weights must be finite"),
         ({"ttl": timedelta(days=36_501)}, r"TTL must be at most 36500 days \(a century\)"),
         ({"half_life": timedelta(days=40_000)}, "half-life must be at most 876000 hours"),
         ({"max_records": 10**12}, "max records must be at most 1000000000"),
+        ({"fresh_start": -1.0}, "fresh start must be from 0 to 10 half-lives"),
+        ({"fresh_start": float("inf")}, "fresh start must be from 0 to 10 half-lives"),
+        ({"past_due_half_life": timedelta(hours=-1)}, "past-due half-life must be 0"),
+        ({"past_due_half_life": timedelta(days=40_000)}, "past-due half-life must be at most"),
     ],
 )
 def test_bad_params_are_refused_with_a_message(changes, message):
@@ -255,7 +408,7 @@ def new_records(now, *, naive):
     made = [("address", 0.8), ("courier-complaint", 0.5)] + [
         (f"pleasantry-{i}", 0.1) for i in range(4)
     ]
-    params = PolicyParams()
+    params = ARTICLE_PARAMS
     out = []
     for id, importance in made:
         r = fresh(id, now, params, importance=importance, tokens=20)
@@ -266,7 +419,7 @@ def new_records(now, *, naive):
 
 
 def test_worked_example_scores():
-    policy = HybridPolicy()
+    policy = HybridPolicy(ARTICLE_PARAMS)
     existing = {r.id: r for r in pharmacy_customer()}
     assert len(existing) == 498
     assert sum(r.tokens for r in existing.values()) == 34_860  # "about 34,900 tokens"
@@ -278,7 +431,7 @@ def test_worked_example_scores():
 
 
 def test_worked_example_evicts_four_old_notes_and_keeps_the_allergy():
-    policy = HybridPolicy()
+    policy = HybridPolicy(ARTICLE_PARAMS)
     everything = pharmacy_customer() + new_records(NOW, naive=False)
     assert len(everything) == 504
     victims = policy.victims(everything, NOW)
@@ -291,13 +444,13 @@ def test_worked_example_evicts_four_old_notes_and_keeps_the_allergy():
 
 
 def test_worked_example_with_naive_recency_would_also_keep_pleasantries_at_044():
-    policy = HybridPolicy()
+    policy = HybridPolicy(ARTICLE_PARAMS)
     victims = policy.victims(pharmacy_customer() + new_records(NOW, naive=True), NOW)
     assert not any(str(v.id).startswith("pleasantry") for v in victims)
 
 
 def test_worked_example_pinned_allergy_is_never_a_candidate_even_at_the_bottom():
-    policy = HybridPolicy(PolicyParams(max_records=10))
+    policy = HybridPolicy(preset(ARTICLE, PolicyParams(max_records=10)))
     victims = policy.victims(pharmacy_customer() + new_records(NOW, naive=False), NOW)
     assert len(victims) == 494  # everything but the allergy and nine best
     assert "allergy" not in {v.id for v in victims}

@@ -6,8 +6,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from memadmin.models import AuditEntry
-from records.models import MemoryRecord, Policy, PolicyVersion
+from records.models import POLICY_FIELDS, MemoryRecord, Policy, PolicyVersion
 from records.policies import policy_for, update_policy
+from records.policy import ARTICLE, DEFAULT, PolicyParams, preset
 from tests.records.rows import make_records
 
 pytestmark = pytest.mark.django_db
@@ -15,23 +16,14 @@ HX = {"HX-Request": "true"}
 
 
 def values(policy: Policy, **changes) -> dict:
-    data = {
-        f: getattr(policy, f)
-        for f in (
-            "ttl_days",
-            "half_life_hours",
-            "max_records",
-            "max_tokens",
-            "w_recency",
-            "w_frequency",
-            "w_importance",
-            "saturation_hits",
-            "session_idle_days",
-            "summarise_min_cluster",
-        )
-    }
-    if policy.summarise:
-        data["summarise"] = "on"
+    data = {}
+    for f in POLICY_FIELDS:  # as a browser posts them: a checkbox only when ticked
+        value = getattr(policy, f)
+        if isinstance(value, bool):
+            if value:
+                data[f] = "on"
+        else:
+            data[f] = value
     data["note"] = "tighter caps"
     data.update(changes)
     return data
@@ -93,6 +85,57 @@ def test_confirm_saves_a_version_with_an_audit_entry(login, pharmacy):
     assert MemoryRecord.objects.count() == 13  # saving a policy evicts nothing by itself
 
 
+def test_new_apps_get_the_default_preset_and_the_pages_say_so(login, pharmacy):
+    assert pharmacy.preset == DEFAULT
+    assert pharmacy.params() == PolicyParams()
+    client = login("support")
+    assert "<td>default</td>" in client.get(reverse("records:policies")).content.decode()
+    update_policy("pharmacy", {"w_recency": 0.6, "w_importance": 0.4})
+    assert "<td>custom</td>" in client.get(reverse("records:policies")).content.decode()
+
+
+def test_choosing_a_preset_reviews_then_saves_its_values_with_an_audit_entry(login, pharmacy):
+    update_policy("pharmacy", {"max_records": 300})  # the app's own cap stays
+    pharmacy.refresh_from_db()
+    client = login("ops", username="olga")
+    data = values(pharmacy, preset=ARTICLE, step="review", note="compare with the article")
+    review = client.post(url(), data, headers=HX).context["review"]
+    assert {name for name, _, _ in review["changes"]} == {
+        "Recency weight",
+        "Frequency weight",
+        "Importance weight",
+        "Fresh start (half-lives)",
+        "Past-due half-life (hours)",
+        "Newer statements supersede older",
+        "Importance from information (unmatched text)",
+    }
+    response = client.post(url(), {**data, "step": "confirm", "base_version": 2}, headers=HX)
+    assert response.status_code == 200
+    policy = Policy.objects.get(app_name="pharmacy")
+    assert policy.preset == ARTICLE and policy.version == 3
+    assert policy.params() == preset(ARTICLE, PolicyParams(max_records=300))
+    entry = AuditEntry.objects.get()
+    assert entry.after == {
+        "version": 3,
+        "preset": ARTICLE,
+        "w_recency": 0.4,
+        "w_frequency": 0.2,
+        "w_importance": 0.4,
+        "fresh_start": 1.0,
+        "past_due_half_life_hours": 0.0,
+        "supersede": False,
+        "information_importance": False,
+    }
+    assert PolicyVersion.objects.get(app_name="pharmacy", version=3).values["fresh_start"] == 1.0
+
+
+def test_an_unknown_preset_is_refused_with_the_choices(login, pharmacy):
+    data = values(pharmacy, preset="lru", step="review")
+    response = login("ops").post(url(), data, headers=HX)
+    assert response.status_code == 422
+    assert "lru is not a preset; choose one of default, article." in response.content.decode()
+
+
 def test_confirm_without_javascript_redirects(login, pharmacy):
     data = values(pharmacy, max_tokens=9000, step="confirm", base_version=1)
     response = login("ops").post(url(), data)
@@ -114,7 +157,7 @@ def test_confirm_against_a_changed_policy_asks_again(login, pharmacy):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"w_recency": 0.9}, "Weights must sum to 1; recency + frequency + importance = 1.5000."),
+        ({"w_recency": 0.9}, "Weights must sum to 1; recency + frequency + importance = 1.4000."),
         ({"max_records": 0}, "Must be at least 1."),
         ({"half_life_hours": 0}, "Half-life must be positive."),
         # the what-if preview's sentences, for the same values (policy.LIMITS)

@@ -55,11 +55,31 @@ def test_small_talk_is_dropped(text):
         ("I booked an appointment for Tuesday", "commitment", 0.75, False),
         ("I prefer morning deliveries", "preference", 0.6, False),
         ("The parcel arrived damaged and I am disappointed", "complaint", 0.5, False),
+        ("My regular medication is metformin, 500 mg every morning.", "medication", 0.9, True),
+        ("Take 20 mg twice a day", "medication", 0.9, True),
+        ("I wish I wasn't allergic!", "allergy", 0.95, True),
     ],
 )
 def test_default_rules_score_and_pin(text, rule, importance, pinned):
     d = decide(text)
     assert (d.drop, d.rule, d.importance, d.pinned) == (False, rule, importance, pinned)
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        # a mention of a prescription, a product or an allergy list pins nothing, so that
+        # pins fit the caps (the old rule pinned 78 records per user of the synthetic year)
+        ("I need a refill of my lisinopril prescription.", "commitment"),
+        ("I'd like to order an inhaler spacer.", "commitment"),
+        ("I've added that to your allergy list.", "health-mention"),
+        ("Is insulin kept in the fridge", "health-mention"),
+        ("The 50 ml bottle leaked", "health-mention"),
+    ],
+)
+def test_passing_mentions_of_health_score_without_pinning(text, rule):
+    d = decide(text)
+    assert (d.rule, d.pinned) == (rule, False)
 
 
 def test_highest_importance_wins_and_any_pin_rule_pins():

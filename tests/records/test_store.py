@@ -7,8 +7,10 @@ from django.db import IntegrityError
 
 from records import store
 from records.extract import Candidate
-from records.models import EvictionEvent, ImportanceRule, MemoryRecord
-from records.policies import update_policy
+from records.information import information_importance
+from records.models import EvictionEvent, ImportanceRule, MemoryRecord, preset_values
+from records.policies import policy_for, update_policy
+from records.policy import ARTICLE
 from records.touches import buffering
 
 from .factories import make_records, session, text_event
@@ -24,15 +26,95 @@ def ingest_texts(texts, *, app="pharmacy", user="u1", sid="s1", now=NOW):
     return add_session(session(texts, app=app, user=user, id=sid), now)
 
 
-def test_ingest_stores_fresh_records_one_half_life_old():
+def test_ingest_stores_fresh_records_as_just_read_under_the_default():
     result = ingest_texts(["Hi", "I am allergic to penicillin", "Deliver to 4 Mill Lane"])
     assert (result.candidates, result.added) == (2, 2)
     records = MemoryRecord.objects.order_by("id")
     assert [r.content for r in records] == ["I am allergic to penicillin", "Deliver to 4 Mill Lane"]
     for r in records:
         assert r.created_at == NOW
-        assert r.last_accessed_at == NOW - timedelta(days=30)
+        assert r.last_accessed_at == NOW
         assert r.source_session_id == "s1" and len(r.source_event_ids) == 1
+
+
+def test_ingest_under_the_article_preset_starts_records_one_half_life_old():
+    update_policy("pharmacy", preset_values(ARTICLE))
+    ingest_texts(["I am allergic to penicillin"])
+    [r] = MemoryRecord.objects.all()
+    assert r.last_accessed_at == NOW - timedelta(days=30)
+
+
+def test_a_commitment_is_stored_with_its_due_date_and_decays_after_it():
+    said = NOW.timestamp()
+    ingest_texts(
+        [
+            text_event("Your appointment is booked for 12 June", ts=said),
+            text_event("I will send the form", ts=said),
+            text_event("I am allergic to penicillin", ts=said),
+        ]
+    )
+    booked, promise, allergy = MemoryRecord.objects.order_by("id")
+    assert booked.due_at == datetime(2026, 6, 13, tzinfo=UTC)
+    assert promise.due_at == NOW  # no date: due when it was said
+    assert allergy.due_at is None
+    later = NOW + timedelta(days=14)
+    [v] = store.select_victims("pharmacy", ["u1"], later, replace_caps(max_records=2))
+    assert v.id == promise.id and v.score.importance == pytest.approx(0.375)
+
+
+def test_a_new_delivery_address_retires_the_old_one_with_its_provenance():
+    first = text_event("Please deliver to 4 Mill Lane, Leeds LS1 2AB.", ts=NOW.timestamp())
+    ingest_texts([first], sid="s1")
+    [old] = MemoryRecord.objects.all()
+    store.search("pharmacy", "u1", "delivery address", NOW)  # read, so it scores well
+    later = NOW + timedelta(days=40)
+    said = later.timestamp()
+    ingest_texts(
+        [
+            text_event("I've moved; my new delivery address is 12 High St, York.", ts=said),
+            text_event("Done, I've updated the delivery address on your account.", ts=said),
+        ],
+        sid="s2",
+        now=later,
+    )
+    new, confirmation = MemoryRecord.objects.order_by("id")
+    assert (new.slot, confirmation.slot) == ("delivery-address", None)
+    event = EvictionEvent.objects.get()
+    assert (event.record_id, event.reason, event.superseded_by) == (old.id, "superseded", new.id)
+    assert event.dedupe_key == old.dedupe_key  # re-ingesting s1 does not bring it back
+    found = store.search("pharmacy", "u1", "What is my delivery address?", later)
+    assert new.id in [r.id for r in found] and old.id not in [r.id for r in found]
+
+
+def test_under_the_article_preset_the_old_address_stays():
+    update_policy("pharmacy", preset_values(ARTICLE))
+    ingest_texts([text_event("Please deliver to 4 Mill Lane.", ts=NOW.timestamp())], sid="s1")
+    later = NOW + timedelta(days=1)
+    ingest_texts(
+        [text_event("My new address is 12 High St.", ts=later.timestamp())], sid="s2", now=later
+    )
+    assert MemoryRecord.objects.count() == 2 and not EvictionEvent.objects.exists()
+
+
+def test_text_no_rule_matches_scores_by_its_information_under_the_default():
+    ingest_texts(["Let me check that for you.", "We are off to Lisbon for the wedding on 14 May"])
+    filler, trip = MemoryRecord.objects.order_by("id")
+    assert filler.importance < trip.importance < 0.5
+    assert (trip.importance_source, trip.importance_rule) == ("default", "information")
+
+
+def test_under_the_article_preset_unmatched_text_gets_the_flat_importance():
+    update_policy("pharmacy", preset_values(ARTICLE))
+    ingest_texts(["Let me check that for you.", "We are off to Lisbon for the wedding on 14 May"])
+    assert {(r.importance, r.importance_rule) for r in MemoryRecord.objects.all()} == {(0.2, "")}
+
+
+def replace_caps(**caps):
+    from dataclasses import replace
+
+    from records.policies import policy_for
+
+    return replace(policy_for("pharmacy").params(), **caps)
 
 
 def test_adding_the_same_session_twice_or_with_new_events_never_duplicates():
@@ -69,7 +151,11 @@ def test_enforcement_logs_each_eviction_without_content():
     assert {e.record_id for e in events} == {v.id for v in victims}
     for e in events:
         assert (e.reason, e.policy_version, e.run_id, e.evicted_at) == ("record_cap", 2, 77, NOW)
-        assert e.score == pytest.approx(0.4 * e.recency + 0.2 * e.frequency + 0.4 * e.importance)
+        w = policy_for("pharmacy").params()
+        blend = (
+            w.w_recency * e.recency + w.w_frequency * e.frequency + w.w_importance * e.importance
+        )
+        assert e.score == pytest.approx(blend)
         for field in EvictionEvent._meta.concrete_fields:
             assert "secret note" not in str(getattr(e, field.attname))
 
@@ -199,7 +285,8 @@ def test_staff_rules_apply_to_new_records_only():
     )
     ingest_texts(["The courier left it at the door again"], sid="after")
     before, after = MemoryRecord.objects.order_by("id")
-    assert (before.importance, before.pinned) == (0.2, False)
+    unmatched = information_importance("The courier left it at the door")
+    assert (before.importance, before.pinned) == (unmatched, False)
     assert (after.importance, after.pinned, after.importance_rule) == (0.7, True, "courier")
     # a rule for another app changes nothing here
     ImportanceRule.objects.create(app_name="travel", name="door", pattern="door", importance=1.0)
@@ -244,10 +331,14 @@ def test_rescore_applies_changed_rules_but_keeps_staff_values_and_pins():
     name = MemoryRecord.objects.get(content="My name is Ana")
     staff.refresh_from_db()
     assert (courier.importance, courier.pinned, courier.importance_rule) == (0.7, True, "courier")
-    assert (name.importance, name.importance_source) == (0.2, "default")  # its rule was disabled
+    # its rule was disabled: what the text carries
+    assert (name.importance, name.importance_source) == (
+        information_importance("My name is Ana"),
+        "default",
+    )
     assert (staff.importance, staff.importance_source) == (0.33, "staff")
     # removing the pinning rule never unpins
     ImportanceRule.objects.filter(name="courier").delete()
     assert store.rescore("pharmacy", "u1") == 1
     courier.refresh_from_db()
-    assert (courier.importance, courier.pinned) == (0.2, True)
+    assert (courier.importance, courier.pinned) == (information_importance(courier.content), True)

@@ -44,7 +44,7 @@ def test_records_are_listed_best_first_with_scores_and_the_cap_line(login, recor
     assert [r.record.content for r in rows] == ["fact 9", "fact 7", "fact 5", "fact 3", "fact 1"]
     best = rows[0].standing
     assert (best.rank, best.cumulative_tokens) == (1, 10)
-    assert best.score.total == pytest.approx(0.4 * 0.5 + 0.2 * 0 + 0.4 * 0.9)
+    assert best.score.total == pytest.approx(0.5 * 0.5 + 0.0 * 0 + 0.5 * 0.9)  # the default
     assert best.score.importance == 0.9 and best.score.recency == pytest.approx(0.5)
     assert [r.standing.first_over_cap for r in rows] == [False, False, False, True, False]
     assert [r.victim_reason for r in rows] == [None, None, None, "record_cap", "record_cap"]

@@ -32,6 +32,10 @@ def random_records(rng, app, user, n):
                 importance=rng.choice([0.0, 0.1, 0.2, 0.5, 0.8, 1.0, rng.random()]),
                 pinned=rng.random() < 0.1,
                 tokens=rng.choice([0, 1, 20, 70, 300]),
+                due_at=rng.choice([None, None, NOW, NOW - age, NOW + timedelta(days=2)]),
+                # few slots and stated times: newer, older and tied statements of a slot
+                slot=rng.choice(["", "", "", "delivery-address", "phone"]),
+                entry_timestamp=rng.choice([None, NOW - age, NOW - timedelta(days=3)]),
             )
         )
     MemoryRecord.objects.bulk_create(objs)
@@ -48,6 +52,9 @@ def test_sql_selection_equals_pure_policy_on_random_data(seed):
         w_recency=0.4,
         w_frequency=0.2,
         w_importance=0.4,
+        fresh_start=rng.choice([0.0, 1.0]),
+        past_due_half_life=timedelta(hours=rng.choice([0, 24, 336])),
+        supersede=rng.random() < 0.7,
     )
     users = [f"u{i}" for i in range(3)]
     for user in users:
@@ -58,10 +65,13 @@ def test_sql_selection_equals_pure_policy_on_random_data(seed):
     for user in users:
         expected = select_victims_python("app", user, NOW, params)
         got = [v for v in sql if v.user_id == user]
-        assert [(v.id, v.reason) for v in got] == [(v.id, v.reason) for v in expected]
+        assert [(v.id, v.reason, v.superseded_by) for v in got] == [
+            (v.id, v.reason, v.superseded_by) for v in expected
+        ]
         for g, e in zip(got, expected, strict=True):
             assert g.score.total == pytest.approx(e.score.total, abs=1e-9)
             assert g.score.recency == pytest.approx(e.score.recency, rel=1e-9)
+            assert g.score.importance == pytest.approx(e.score.importance, abs=1e-12)
         # one user at a time gives the same answer as the whole-app pass
         single = select_victims("app", [user], NOW, params)
         assert [v.id for v in single] == [v.id for v in got]
@@ -89,7 +99,7 @@ def test_only_users_over_a_cap_are_scored():
     rng = random.Random(3)
     random_records(rng, "app", "small", 5)
     random_records(rng, "app", "big", 40)
-    params = PolicyParams(max_records=20, ttl=timedelta(days=10_000))
+    params = PolicyParams(max_records=20, ttl=timedelta(days=10_000), supersede=False)
     victims = select_victims("app", None, NOW, params)
     assert {v.user_id for v in victims} == {"big"}
     assert len(victims) >= 20

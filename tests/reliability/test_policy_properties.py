@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from records.models import MemoryRecord
-from records.policy import EXPIRED, HybridPolicy, PolicyParams, Record
+from records.policy import EXPIRED, SUPERSEDED, HybridPolicy, PolicyParams, Record
 from records.victims import select_victims
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -36,6 +36,9 @@ def records(draw, max_size=60):
                 ),
                 pinned=draw(st.booleans()),
                 tokens=draw(st.integers(0, 2_000)),
+                due_at=draw(st.none() | instants),
+                slot=draw(st.sampled_from(["", "", "address", "phone"])),
+                stated_at=draw(st.none() | st.sampled_from([created, BASE])),
             )
         )
     return out
@@ -56,10 +59,13 @@ def params(draw):
         w_frequency=w_f,
         w_importance=(1000 - a - b) / 1000,
         saturation_hits=draw(st.integers(1, 1000)),
+        past_due_half_life=timedelta(hours=draw(st.sampled_from([0, 1]) | st.floats(0, 24 * 400))),
+        supersede=draw(st.booleans()),
     )
 
 
 @given(records(), params(), instants)
+@settings(suppress_health_check=[HealthCheck.too_slow])  # the test machine is shared
 def test_victims_respect_pins_caps_subset_expiry_and_determinism(rs, p, now):
     policy = HybridPolicy(p)
     victims = policy.victims(rs, now)
@@ -78,10 +84,18 @@ def test_victims_respect_pins_caps_subset_expiry_and_determinism(rs, p, now):
     over = len(kept) > p.max_records or sum(r.tokens for r in kept) > p.max_tokens
     assert not over or all(r.pinned for r in kept)
     # never more than needed: putting back the last cap victim breaks a cap
-    cap_victims = [v for v in victims if v.reason != EXPIRED]
+    cap_victims = [v for v in victims if v.reason not in (EXPIRED, SUPERSEDED)]
     if cap_victims:
         back = kept + [by_id[cap_victims[-1].id]]
         assert len(back) > p.max_records or sum(r.tokens for r in back) > p.max_tokens
+    # a superseded record's replacement is live and current (the caps may still take
+    # it), states the same slot and was said later
+    retired = {v.id for v in victims if v.reason in (EXPIRED, SUPERSEDED)}
+    for v in victims:
+        if v.reason == SUPERSEDED:
+            newer, old = by_id[v.superseded_by], by_id[v.id]
+            assert p.supersede and newer.id not in retired and newer.slot == old.slot != ""
+            assert (newer.said_at, newer.id) > (old.said_at, old.id)
     # deterministic, whatever the input order
     assert policy.victims(list(reversed(rs)), now) == victims
 
@@ -110,9 +124,14 @@ def _check_database_selection(rs, p, now):
             importance=r.importance,
             pinned=r.pinned,
             tokens=r.tokens,
+            due_at=r.due_at,
+            slot=r.slot,
+            entry_timestamp=r.stated_at,
         )
         for r in rs
     )
     expected = HybridPolicy(p).victims(rs, now)
     got = select_victims("app", ["u"], now, p)
-    assert [(v.id, v.reason) for v in got] == [(v.id, v.reason) for v in expected]
+    assert [(v.id, v.reason, v.superseded_by) for v in got] == [
+        (v.id, v.reason, v.superseded_by) for v in expected
+    ]

@@ -12,6 +12,7 @@ from records import artifacts, sessions
 from records.memory_service import add_session
 from records.models import AgentSession, Artifact, MemoryRecord, RetiredSession, SessionEvent
 from records.policies import update_policy
+from records.policy import PolicyParams
 from sweeper import plans, runs
 from sweeper.models import ApplyStatus, PlanEntry, Run, RunKind, RunStatus
 from sweeper.sweep import retire_session
@@ -134,7 +135,13 @@ def test_dry_run_changes_nothing_and_stores_the_report_with_scores():
     assert records[0].record_id is not None  # the old note exists now
     assert records[1].record_id is None and records[1].dedupe_key  # created by the sweep
     for e in records:
-        assert e.score == pytest.approx(0.4 * e.recency + 0.2 * e.frequency + 0.4 * e.importance)
+        w = PolicyParams()  # the app's policy: the default preset
+        terms = (
+            w.w_recency * e.recency,
+            w.w_frequency * e.frequency,
+            w.w_importance * e.importance,
+        )
+        assert e.score == pytest.approx(sum(terms))
 
 
 def test_dry_run_as_of_next_month_previews_sessions_that_will_be_idle_by_then():
