@@ -18,6 +18,7 @@ import pytest
 from django.db import connection
 
 from bench.cli import SCENARIOS
+from records.rules import DEFAULT_RULES
 
 TIMED = [s for s in SCENARIOS if s != "quality"]
 
@@ -58,7 +59,7 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "ingest",
         "sweep",
         "dashboard: user page",
-        "rules: 9 defaults",
+        f"rules: {len(DEFAULT_RULES)} defaults",
         "rules: staff pattern",
     }
     failed = [c for c in report["checks"] if not c["passed"]]
