@@ -12,6 +12,7 @@ from google.genai import types
 from records import store
 from records.memory_service import add_memories
 from records.models import MemoryRecord
+from records.policies import policy_for, update_policy
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +48,10 @@ def memory():
     entries = [
         _entry(f"Allergy noted to substance {i:03d}", 400 - i) for i in range(SUBSTANCES)
     ] + [_entry(text, days) for _, text, days in LABELLED]
+    # Keep every address: these tests are about ranking. Supersession (a newer address
+    # retires the older) is tested in test_store.
+    policy_for(APP)
+    update_policy(APP, {"supersede": False})
     add_memories(APP, USER, entries, NOW)
     by_text = dict(MemoryRecord.objects.filter(app_name=APP).values_list("content", "id"))
     labels = {label: by_text[text] for label, text, _ in LABELLED}
