@@ -26,7 +26,7 @@ from memadmin.healthcheck import request_host
 from ..conftest import subprocess_database_url, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-# What an operator puts in .env next to docker-compose.yml (README, "Production").
+# What an operator puts in .env next to docker-compose.yml (docs/operations.md, "Production").
 DOT_ENV = {"SECRET_KEY": "x" * 50, "POSTGRES_PASSWORD": "pw"}
 
 

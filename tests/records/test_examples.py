@@ -1,4 +1,4 @@
-"""The README's runnable example runs (offline, on its own database)."""
+"""The runnable in-process example (docs/adk-services.md) runs offline, on its own database."""
 
 import os
 import subprocess
