@@ -7,7 +7,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.14 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p $(NEW_ENOUGH) >/dev/null 2>&1 && { echo $$p; break; }; done)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint format setup venv bench clean reliability
+.PHONY: run test lint format setup venv bench clean reliability docs
 
 # $(VENV) on a Python new enough for Django 6. A venv left on an older one (say by
 # PYTHON=python3.11 make run) is rebuilt, not reused: it could never install memadmin.
@@ -50,13 +50,19 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 # Benchmarks on a dedicated PostgreSQL database (created and dropped by the command):
-# make bench BENCH_ARGS="--size full"   (see README, "Performance")
+# make bench BENCH_ARGS="--size full"   (see docs/performance.md)
 bench: $(STAMP)
 	$(VENV)/bin/python -m bench $(BENCH_ARGS)
+
+# The reference in docs/ as a browsable site in site/ (MkDocs with Material). --strict
+# fails on a broken link or anchor; open site/index.html, or serve it with
+# .venv/bin/python -m mkdocs serve
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/python -m mkdocs build --strict --site-dir site
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) var staticfiles
+	rm -rf $(VENV) var staticfiles site
