@@ -10,7 +10,7 @@ with the API's own request schemas; nothing about memory is decided here.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from asgiref.sync import sync_to_async
@@ -21,7 +21,7 @@ from google.genai import types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, Strict
 
 from api.auth import check_app, key_for_header
@@ -124,6 +124,33 @@ def _app(authorization: str | None) -> str:
     return key_for_header(authorization, timezone.now()).app_name
 
 
+def refuse_unknown_arguments(server: MCPServer):
+    """Middleware: a call with an argument the tool does not take is refused, as the API
+    refuses an unknown field; a misspelt ``importance`` must not be silently dropped."""
+    known: dict[str, frozenset[str]] = {}
+
+    async def middleware(ctx, call_next):
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
+        arguments = params.get("arguments")
+        if ctx.method == "tools/call" and isinstance(arguments, Mapping):
+            if not known:
+                for tool in await server.list_tools():
+                    known[tool.name] = frozenset(tool.input_schema.get("properties", {}))
+            allowed = known.get(params.get("name"))
+            unknown = sorted(set(arguments) - allowed) if allowed is not None else []
+            if unknown:
+                message = (
+                    f"Unknown argument(s) {', '.join(map(repr, unknown))}; "
+                    f"{params['name']} takes {', '.join(sorted(allowed))}."
+                )
+                return CallToolResult(
+                    content=[TextContent(type="text", text=message)], is_error=True
+                )
+        return await call_next(ctx)
+
+    return middleware
+
+
 def build_server(authorization: Authorization) -> MCPServer:
     server = MCPServer(
         NAME,
@@ -134,6 +161,7 @@ def build_server(authorization: Authorization) -> MCPServer:
             "the user says they told you before."
         ),
     )
+    server.middleware.append(refuse_unknown_arguments(server))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False))
     async def search_memory(user_id: UserId, query: str, ctx: Context) -> Memories:

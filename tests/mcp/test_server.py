@@ -84,6 +84,7 @@ def test_refused_input_is_a_tool_error_and_writes_nothing(connect, api_key, tran
         ("add_memory", {"user_id": "", "text": "I like tea"}, "user_id"),
         ("add_memory", {"user_id": USER, "text": "   "}, "text is empty"),
         ("add_memory", {"user_id": "x" * 1000, "text": "I like tea"}, "at most"),
+        ("add_memory", {"user_id": USER, "text": "I like tea", "importanse": 1}, "importanse"),
         ("search_memory", {"user_id": USER}, "query"),
         ("delete_memory", {"user_id": USER, "memory_id": 0}, "greater than or equal to 1"),
         ("delete_memory", {"user_id": USER, "memory_id": "abc"}, "integer"),
