@@ -8,6 +8,7 @@ import sys
 
 import httpx
 import pytest
+from asgiref.sync import sync_to_async
 from django.utils import timezone
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
@@ -220,3 +221,20 @@ def test_resources_pinned_facts_and_policy(connect, api_key, transport):
 
 def entry(text):
     return MemoryEntry(content=types.Content(role="user", parts=[types.Part(text=text)]))
+
+
+def test_a_key_revoked_during_a_stdio_session_is_refused_at_its_next_call(connect):
+    new = keys.create_key(APP, "desktop agent", timezone.now())
+
+    async def scenario():
+        async with connect("stdio", new.token) as client:
+            before = await client.call_tool("search_memory", {"user_id": USER, "query": "tea"})
+            await sync_to_async(keys.revoke_key)(new.key.prefix, timezone.now())
+            after = await client.call_tool("add_memory", {"user_id": USER, "text": "I like tea"})
+            return before, after
+
+    before, after = run(scenario())
+    assert not before.is_error
+    assert after.is_error
+    assert "was revoked" in text_of(after)
+    assert not MemoryRecord.objects.exists()
