@@ -20,6 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from api import keys
+from records import touches
 
 from ..conftest import subprocess_database_url, wait_until
 
@@ -79,6 +80,16 @@ def http_server(django_db_setup, django_db_blocker, tmp_path_factory):
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(autouse=True)
+def no_touches_left_behind():
+    """The server buffers its searches' touches (Redis): none may reach a later test."""
+    yield
+    client = touches.redis_client()
+    if client is not None:
+        for key in client.scan_iter(match=f"{touches.PREFIX}:*"):
+            client.delete(key)
 
 
 @pytest.fixture
