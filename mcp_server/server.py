@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, Strict
 
 from api.auth import check_app, key_for_header
 from api.errors import ApiError
-from api.schemas import AddMemoriesIn, CorrectionIn, MemoryEntryIn, SearchIn
+from api.schemas import AddMemoriesIn, CorrectionIn, IngestOut, MemoryEntryIn, SearchIn
 from records import memory_service
 from records.feedback import report_correction
 from records.policies import policy_for
@@ -124,6 +124,18 @@ def _app(authorization: str | None) -> str:
     return key_for_header(authorization, timezone.now()).app_name
 
 
+async def _read_for_app(
+    authorization: str | None, app_name: str, read: Callable[[], dict[str, Any]]
+) -> str:
+    """A resource of ``app_name`` as JSON, if the key is that app's."""
+
+    def run():
+        check_app(key_for_header(authorization, timezone.now()), app_name)
+        return json.dumps({"app_name": app_name, **read()})
+
+    return await _in_django(run, ResourceError)
+
+
 def refuse_unknown_arguments(server: MCPServer):
     """Middleware: a call with an argument the tool does not take is refused, as the API
     refuses an unknown field; a misspelt ``importance`` must not be silently dropped."""
@@ -205,14 +217,7 @@ def build_server(authorization: Authorization) -> MCPServer:
             result = memory_service.add_memories(
                 _app(header), user_id, body.memories, timezone.now(), body.custom_metadata
             )
-            return Added(
-                candidates=result.candidates,
-                added=result.added,
-                duplicates=result.duplicates,
-                previously_evicted=result.previously_evicted,
-                refreshed=result.refreshed,
-                evicted=len(result.evicted),
-            )
+            return Added(**IngestOut.of(result).model_dump())
 
         return await _in_django(run, ToolError)
 
@@ -262,15 +267,11 @@ def build_server(authorization: Authorization) -> MCPServer:
         security=IDS,
     )
     async def pinned_facts(app_name: str, user_id: str, ctx: Context) -> str:
-        header = authorization(ctx)
-
-        def run():
-            check_app(key_for_header(header, timezone.now()), app_name)
+        def read():
             entries = memory_service.pinned_entries(app_name, user_id)
-            memories = [as_memory(e).model_dump() for e in entries]
-            return json.dumps({"app_name": app_name, "user_id": user_id, "memories": memories})
+            return {"user_id": user_id, "memories": [as_memory(e).model_dump() for e in entries]}
 
-        return await _in_django(run, ResourceError)
+        return await _read_for_app(authorization(ctx), app_name, read)
 
     @server.resource(
         "memadmin://apps/{app_name}/policy",
@@ -280,13 +281,10 @@ def build_server(authorization: Authorization) -> MCPServer:
         security=IDS,
     )
     async def policy(app_name: str, ctx: Context) -> str:
-        header = authorization(ctx)
-
-        def run():
-            check_app(key_for_header(header, timezone.now()), app_name)
+        def read():
             row = policy_for(app_name)
-            return json.dumps({"app_name": app_name, "version": row.version, **row.snapshot()})
+            return {"version": row.version, **row.snapshot()}
 
-        return await _in_django(run, ResourceError)
+        return await _read_for_app(authorization(ctx), app_name, read)
 
     return server
