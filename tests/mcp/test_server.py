@@ -238,3 +238,24 @@ def test_a_key_revoked_during_a_stdio_session_is_refused_at_its_next_call(connec
     assert after.is_error
     assert "was revoked" in text_of(after)
     assert not MemoryRecord.objects.exists()
+
+
+def test_http_refuses_a_body_over_the_apis_limit(http_server, api_key, settings):
+    too_big = "x" * (settings.MEMADMIN_API_MAX_BODY_BYTES + 1)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "add_memory", "arguments": {"user_id": USER, "text": too_big}},
+    }
+    response = httpx.post(
+        http_server,
+        json=call,
+        headers={
+            "Authorization": f"Bearer {api_key}",
+            "Accept": "application/json, text/event-stream",
+        },
+        timeout=60,
+    )
+    assert response.status_code == 413
+    assert not MemoryRecord.objects.exists()
