@@ -22,7 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, Strict
+from pydantic import BaseModel, Field, Strict, ValidationError
 
 from api.auth import check_app, key_for_header
 from api.errors import ApiError
@@ -101,6 +101,11 @@ def _refusals(fn: Callable[[], Any]) -> Callable[[], Any]:
             return fn()
         except ApiError as exc:
             raise Refused(exc.detail) from None
+        except ValidationError as exc:  # the API's schemas: name the fields, not the input
+            problems = exc.errors(include_input=False, include_url=False)
+            raise Refused(
+                "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in problems)
+            ) from None
         except (ValueError, TypeError) as exc:
             raise Refused(str(exc) or type(exc).__name__) from None
         except DataError as exc:
