@@ -38,29 +38,40 @@ class AppApiKey(HttpAuthBase):
         return key
 
     def _check(self, request: HttpRequest) -> ApiKey:
-        header = request.headers.get("Authorization")
-        if not header:
-            raise _unauthorized(
-                "unauthorized", "Missing API key: send the header 'Authorization: Bearer <key>'."
-            )
-        scheme, _, token = header.partition(" ")
-        token = token.strip()
-        if scheme.lower() != self.openapi_scheme or not token:
-            raise _unauthorized("unauthorized", "The Authorization header must be 'Bearer <key>'.")
-        try:
-            key = keys.authenticate(token, timezone.now())
-        except keys.RevokedApiKey as exc:
-            raise _unauthorized("revoked_key", str(exc)) from None
-        except keys.InvalidApiKey as exc:
-            raise _unauthorized(
-                "invalid_key", f"{exc} Check the key, or ask ops to create one."
-            ) from None
+        key = key_for_header(request.headers.get("Authorization"), timezone.now())
         app_name = (request.resolver_match.kwargs if request.resolver_match else {}).get("app_name")
-        if app_name is not None and app_name != key.app_name:
-            raise ApiError(
-                403,
-                "wrong_app",
-                f"This API key belongs to app {key.app_name!r}; it cannot be used for app "
-                f"{app_name!r}.",
-            )
+        if app_name is not None:
+            check_app(key, app_name)
         return key
+
+
+def key_for_header(header: str | None, now) -> ApiKey:
+    """The active key an ``Authorization: Bearer <key>`` header names; ApiError (401)
+    saying what is wrong otherwise. The API and the MCP server both ask here."""
+    if not header:
+        raise _unauthorized(
+            "unauthorized", "Missing API key: send the header 'Authorization: Bearer <key>'."
+        )
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != AppApiKey.openapi_scheme or not token:
+        raise _unauthorized("unauthorized", "The Authorization header must be 'Bearer <key>'.")
+    try:
+        return keys.authenticate(token, now)
+    except keys.RevokedApiKey as exc:
+        raise _unauthorized("revoked_key", str(exc)) from None
+    except keys.InvalidApiKey as exc:
+        raise _unauthorized(
+            "invalid_key", f"{exc} Check the key, or ask ops to create one."
+        ) from None
+
+
+def check_app(key: ApiKey, app_name: str) -> None:
+    """ApiError (403) unless ``key`` belongs to ``app_name``."""
+    if app_name != key.app_name:
+        raise ApiError(
+            403,
+            "wrong_app",
+            f"This API key belongs to app {key.app_name!r}; it cannot be used for app "
+            f"{app_name!r}.",
+        )

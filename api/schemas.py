@@ -132,6 +132,18 @@ class IngestOut(Wire):
     )
     evicted: int = Field(description="Records the policy evicted after this write.")
 
+    @classmethod
+    def of(cls, result) -> IngestOut:
+        """The counts of a ``records.store.IngestResult``."""
+        return cls(
+            candidates=result.candidates,
+            added=result.added,
+            duplicates=result.duplicates,
+            previously_evicted=result.previously_evicted,
+            refreshed=result.refreshed,
+            evicted=len(result.evicted),
+        )
+
 
 class SearchIn(Wire):
     query: str

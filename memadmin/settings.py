@@ -152,6 +152,7 @@ INSTALLED_APPS = [
     "sweeper",
     "erasure",
     "api",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [

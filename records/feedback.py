@@ -159,19 +159,22 @@ def bump_many(app_name: str, counts: Mapping[str, int], now: datetime) -> None:
 def report_correction(
     app_name: str, user_id: str, now: datetime, *, session_id: str = "", about: str = ""
 ) -> Correction:
-    """Record that the user had to repeat something. ``about`` is matched, never stored."""
+    """Record that the user had to repeat something. ``about`` is matched, never stored.
+
+    One transaction: the correction and the day's counter, or neither."""
     from .store import check_scope
 
     check_scope(app_name, user_id, session_id)
     matched = bool(about) and is_regret(app_name, user_id, _terms(about), now)
-    correction = Correction.objects.create(
-        app_name=app_name,
-        user_id=user_id,
-        session_id=session_id,
-        matched_eviction=matched,
-        reported_at=now,
-    )
-    bump(app_name, CORRECTIONS, now)
+    with transaction.atomic():
+        correction = Correction.objects.create(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            matched_eviction=matched,
+            reported_at=now,
+        )
+        bump(app_name, CORRECTIONS, now)
     return correction
 
 

@@ -120,6 +120,14 @@ def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> li
     return [to_memory_entry(r) for r in records]
 
 
+def pinned_entries(app_name: str, user_id: str) -> list[MemoryEntry]:
+    """The user's pinned records, oldest first (pins never expire nor get evicted). A
+    read, not a use: nothing is touched."""
+    store.check_scope(app_name, user_id)
+    records = MemoryRecord.objects.filter(app_name=app_name, user_id=user_id, pinned=True)
+    return [to_memory_entry(r) for r in records.order_by("created_at", "id")]
+
+
 def to_memory_entry(record: MemoryRecord) -> MemoryEntry:
     stamp = record.entry_timestamp or record.created_at
     metadata = dict(record.custom_metadata or {})

@@ -7,7 +7,7 @@ from django.utils import timezone
 from google.adk.memory.base_memory_service import SearchMemoryResponse
 from ninja import Router
 
-from records import memory_service, store
+from records import memory_service
 from records.timestamps import check_event_stamps
 
 from ..errors import ApiError
@@ -23,17 +23,6 @@ from ..schemas import (
 from . import ERRORS, AppName, MemoryId, UserId, adk_json
 
 router = Router(tags=["memory"])
-
-
-def _ingested(result: store.IngestResult) -> IngestOut:
-    return IngestOut(
-        candidates=result.candidates,
-        added=result.added,
-        duplicates=result.duplicates,
-        previously_evicted=result.previously_evicted,
-        refreshed=result.refreshed,
-        evicted=len(result.evicted),
-    )
 
 
 @router.post(
@@ -59,7 +48,7 @@ def add_session(request, app_name: AppName, user_id: UserId, body: IngestSession
     # One transaction: the records and the day's ingest counter, or neither.
     with transaction.atomic():
         result = memory_service.add_session(session, now)
-    return _ingested(result)
+    return IngestOut.of(result)
 
 
 @router.post(
@@ -75,7 +64,7 @@ def add_events(request, app_name: AppName, user_id: UserId, body: IngestEventsIn
     result = memory_service.add_events(
         app_name, user_id, body.events, now, session_id=body.session_id
     )
-    return _ingested(result)
+    return IngestOut.of(result)
 
 
 @router.post(
@@ -92,7 +81,7 @@ def add_memories(request, app_name: AppName, user_id: UserId, body: AddMemoriesI
     result = memory_service.add_memories(
         app_name, user_id, body.memories, timezone.now(), body.custom_metadata
     )
-    return _ingested(result)
+    return IngestOut.of(result)
 
 
 @router.post(

@@ -8,7 +8,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from records import touches
-from records.memory_service import EvictingMemoryService
+from records.memory_service import EvictingMemoryService, add_memories, pinned_entries
 from records.models import EvictionEvent, MemoryRecord, preset_values
 from records.policies import update_policy
 from records.policy import ARTICLE
@@ -293,3 +293,25 @@ def test_an_id_that_only_looks_like_a_record_id_is_the_callers_own():
     record = MemoryRecord.objects.get()
     result = add_memories_now([entry(record.content, id=f"0{record.pk}")])
     assert (result.added, result.refreshed) == (1, 0)
+
+
+def test_pinned_entries_are_the_users_pins_oldest_first_and_reading_them_is_no_use():
+    def entry(text):
+        return MemoryEntry(content=types.Content(parts=[types.Part(text=text)]))
+
+    add_memories("pharmacy", "u1", [entry("Name is Ana")], NOW, {"pinned": True})
+    add_memories("pharmacy", "u1", [entry("Likes jazz")], NOW, {"pinned": False})
+    later = NOW + timedelta(hours=1)
+    add_memories("pharmacy", "u1", [entry("Allergic to penicillin")], later, {"pinned": True})
+    add_memories("pharmacy", "u2", [entry("Name is Bo")], NOW, {"pinned": True})
+    add_memories("travel", "u1", [entry("Name is Cy")], NOW, {"pinned": True})
+    hits_before = list(MemoryRecord.objects.order_by("id").values_list("hits", flat=True))
+
+    entries = pinned_entries("pharmacy", "u1")
+
+    texts = [e.content.parts[0].text for e in entries]
+    assert texts == ["Name is Ana", "Allergic to penicillin"]
+    assert all(e.custom_metadata["pinned"] for e in entries)
+    assert list(MemoryRecord.objects.order_by("id").values_list("hits", flat=True)) == hits_before
+    with pytest.raises(ValueError, match="user_id"):
+        pinned_entries("pharmacy", "")
