@@ -9,4 +9,4 @@ class MemadminConfig(AppConfig):
         from . import counters, request_context
 
         counters.count_database_queries()
-        request_context.connect_celery_signals()
+        request_context.connect_signals()

@@ -7,6 +7,9 @@ content inside them. The message itself has already passed memadmin's privacy fi
 
 from __future__ import annotations
 
+import logging
+import logging.config
+
 from pythonjsonlogger.json import JsonFormatter as LibraryJsonFormatter
 
 KEYS = frozenset(
@@ -26,3 +29,14 @@ class JsonFormatter(LibraryJsonFormatter):
         super().add_fields(log_data, record, message_dict)
         for key in [key for key in log_data if key not in KEYS]:
             del log_data[key]
+
+
+def configure(logging_settings: dict) -> None:
+    """Django's LOGGING_CONFIG, and the Celery worker's and beat's logging setup.
+
+    In JSON mode Python's warnings become log records too, so that every line is JSON.
+    """
+    from django.conf import settings
+
+    logging.config.dictConfig(logging_settings)
+    logging.captureWarnings(settings.LOG_FORMAT == "json")

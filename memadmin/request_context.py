@@ -14,6 +14,7 @@ import uuid
 from contextvars import ContextVar
 
 from celery import signals
+from django.core.signals import request_finished, request_started
 
 HEADER = "request_id"  # the Celery message header
 _VALID = re.compile(r"[A-Za-z0-9._-]{1,64}")  # fixed pattern; no user text in a regex
@@ -29,17 +30,27 @@ def incoming_request_id(value: str | None) -> str:
     return uuid.uuid4().hex
 
 
+def _request_started(environ=None, **kwargs):
+    # From the start of the request to its end, after Django logs its response line.
+    current_request_id.set(incoming_request_id((environ or {}).get("HTTP_X_REQUEST_ID")))
+
+
+def _request_finished(**kwargs):
+    current_request_id.set(None)
+
+
 class RequestIdMiddleware:
+    """Puts the request's id on the request and on the response (``X-Request-ID``)."""
+
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        request.request_id = incoming_request_id(request.headers.get("X-Request-ID"))
-        token = current_request_id.set(request.request_id)
-        try:
-            response = self.get_response(request)
-        finally:
-            current_request_id.reset(token)
+        request.request_id = current_request_id.get()
+        if request.request_id is None:  # a handler that sends no request_started
+            request.request_id = incoming_request_id(request.headers.get("X-Request-ID"))
+            current_request_id.set(request.request_id)
+        response = self.get_response(request)
         response["X-Request-ID"] = request.request_id
         return response
 
@@ -78,7 +89,9 @@ def _task_finished(task_id=None, **kwargs):
         current_task_id.reset(tokens[1])
 
 
-def connect_celery_signals() -> None:
+def connect_signals() -> None:
+    request_started.connect(_request_started, dispatch_uid="memadmin-request-id")
+    request_finished.connect(_request_finished, dispatch_uid="memadmin-request-id")
     signals.before_task_publish.connect(_add_request_id, dispatch_uid="memadmin-request-id")
     signals.task_prerun.connect(_task_started, dispatch_uid="memadmin-task-context")
     signals.task_postrun.connect(_task_finished, dispatch_uid="memadmin-task-context")

@@ -375,6 +375,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MEMADMIN_API_MAX_BODY_BYTES)
 LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain") or "plain"
 if LOG_FORMAT not in {"plain", "json"}:
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}.")
+LOGGING_CONFIG = "memadmin.log_format.configure"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
