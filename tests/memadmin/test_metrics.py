@@ -10,10 +10,13 @@ from erasure.models import ErasureRequest
 from memadmin.celery import app as celery_app
 from records.memory_service import add_session, search_entries
 from records.models import EvictionEvent
+from sweeper import runs
 from sweeper.models import Run, RunKind, RunStatus
 
+from ..conftest import wait_until
 from ..erasure.helpers import submit
 from ..records.factories import session
+from ..sweeper.helpers import make_session
 from .metrics_helpers import scrape, value
 
 pytestmark = pytest.mark.django_db
@@ -140,3 +143,28 @@ def test_queue_depth_counts_the_messages_waiting_in_each_queue(client):
         assert value(samples, "memadmin_celery_queue_depth", queue="celery") == 0
     finally:
         celery_app.control.purge()
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_counters_of_every_worker_process_add_up(
+    client, celery_worker_factory, tmp_path, monkeypatch
+):
+    users = [f"cust-mp{n}" for n in range(4)]
+    for n, user in enumerate(users):
+        make_session("pharmacy", user, f"s{n}", ["I am allergic to penicillin"], idle_days=9)
+    celery_worker_factory(concurrency=2, PROMETHEUS_MULTIPROC_DIR=tmp_path)
+    run = runs.create_run(RunKind.SWEEP)
+    wait_until(
+        lambda: Run.objects.get(pk=run.pk).status == RunStatus.DONE, timeout=180, message="sweep"
+    )
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    samples, text = scrape(client)
+    # Ingests ran in the worker's pool processes, each writing its own file; this process
+    # wrote none, so every count below is theirs, added up by the scrape.
+    assert list(tmp_path.glob("counter_*.db"))
+    assert value(samples, "memadmin_ingests_total", app="pharmacy") == len(users)
+    assert value(samples, "memadmin_records_added_total", app="pharmacy") == len(users)
+    assert sum(v for (n, _), v in samples.items() if n == "django_db_execute_total") > 0
+    assert value(samples, "memadmin_records", app="pharmacy") == len(users)  # read at scrape
+    assert not any(user in text for user in users)
