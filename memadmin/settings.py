@@ -423,7 +423,7 @@ def _networks(name: str, default: str) -> list:
 
 
 METRICS_ALLOWED_NETWORKS = _networks("METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
-# /readyz: each service's answer must come within this many seconds (the worker ping
-# waits for all of it), and beat must have fired a schedule within the silence allowed.
-READYZ_TIMEOUT = env_seconds("READYZ_TIMEOUT", 2)
+# /readyz: each check must answer within this many seconds (the worker ping waits a
+# third of it), and beat must have fired a schedule within the silence allowed.
+READYZ_TIMEOUT = env_seconds("READYZ_TIMEOUT", 3)
 READYZ_BEAT_MAX_SILENCE = env_seconds("READYZ_BEAT_MAX_SILENCE", 600)
