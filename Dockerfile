@@ -12,7 +12,7 @@ COPY memadmin_client memadmin_client
 RUN pip install --no-cache-dir '.[prod]'
 COPY . .
 RUN SECRET_KEY=build-only DATABASE_URL=postgres://build/none python manage.py collectstatic --noinput
-RUN useradd --system memadmin && mkdir -p /app/var && chown memadmin /app/var
+RUN useradd --system memadmin && mkdir -p /app/var/metrics && chown -R memadmin /app/var
 USER memadmin
 # gunicorn binds 0.0.0.0:$PORT; the health check (python -m memadmin.healthcheck) asks it there.
 ENV PORT=8000

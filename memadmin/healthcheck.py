@@ -1,9 +1,10 @@
-"""The web container's health check: ``python -m memadmin.healthcheck``.
+"""The web container's health check: ``python -m memadmin.healthcheck [/readyz]``.
 
 It asks the server in the same container, as a client the production settings accept:
-plain HTTP (``/healthz`` is exempt from the HTTPS redirect; TLS ends at the proxy) on
-``$PORT`` (8000, where the image's gunicorn listens), with a Host header that
-ALLOWED_HOSTS allows. Exit status 0 means the server and its database answer.
+plain HTTP (``/healthz`` and ``/readyz`` are exempt from the HTTPS redirect; TLS ends at
+the proxy) on ``$PORT`` (8000, where the image's gunicorn listens), with a Host header
+that ALLOWED_HOSTS allows. Exit status 0 means the server answers (``/healthz``, the
+default) or that everything it needs answers (``/readyz``; compose uses this one).
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ def request_host(allowed_hosts: list[str]) -> str:
     return "localhost"
 
 
-def problem(port: int, host: str, timeout: float = 3.0) -> str | None:
-    """What is wrong with GET /healthz, or None when it answers 200."""
+PATHS = ("/healthz", "/readyz")
+
+
+def problem(port: int, host: str, path: str = "/healthz", timeout: float = 8.0) -> str | None:
+    """What is wrong with GET ``path``, or None when it answers 200."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        connection.request("GET", "/healthz", headers={"Host": host})
+        connection.request("GET", path, headers={"Host": host})
         response = connection.getresponse()
-        response.read()
+        body = response.read()
     except OSError as exc:
         return f"no answer on 127.0.0.1:{port}: {exc}"
     finally:
@@ -38,16 +42,21 @@ def problem(port: int, host: str, timeout: float = 3.0) -> str | None:
     if response.status == 200:
         return None
     redirect = response.getheader("Location")
-    return f"/healthz (Host: {host}) answered {response.status} {response.reason}" + (
-        f", a redirect to {redirect}" if redirect else ""
+    return f"{path} (Host: {host}) answered {response.status} {response.reason}" + (
+        f", a redirect to {redirect}" if redirect else f": {body[:500].decode(errors='replace')}"
     )
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    path = argv[0] if argv else "/healthz"
+    if path not in PATHS or len(argv) > 1:
+        print(f"usage: python -m memadmin.healthcheck [{' | '.join(PATHS)}]", file=sys.stderr)
+        return 2
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memadmin.settings")
     from django.conf import settings
 
-    found = problem(int(os.environ.get("PORT", "8000")), request_host(settings.ALLOWED_HOSTS))
+    port = int(os.environ.get("PORT", "8000"))
+    found = problem(port, request_host(settings.ALLOWED_HOSTS), path)
     if found:
         print(f"unhealthy: {found}", file=sys.stderr)
         return 1
@@ -55,4 +64,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

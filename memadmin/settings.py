@@ -5,6 +5,7 @@ server: SQLite in ``var/`` and a Celery broker on the local filesystem. Set
 ``DATABASE_URL`` and ``CELERY_BROKER_URL`` to run on PostgreSQL and Redis.
 """
 
+import ipaddress
 import os
 import secrets
 from datetime import timedelta
@@ -156,6 +157,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # django-prometheus's pair wraps the others: it counts and times every request.
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "memadmin.request_context.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -168,6 +172,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
     # Last, as django-axes asks: it turns a lockout into the lockout response.
     "axes.middleware.AxesMiddleware",
 ]
@@ -274,8 +279,8 @@ if PROXY_COUNT:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-# The container's health check asks over plain HTTP from inside (no TLS there).
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# The container's health check and Prometheus ask over plain HTTP from inside (no TLS there).
+SECURE_REDIRECT_EXEMPT = [r"^(healthz|readyz|metrics)$"]
 if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
@@ -366,16 +371,31 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MEMADMIN_API_MAX_BODY_BYTES)
 
 # Every record reaches one handler (Django's own "django" console handler would print
 # each warning a second time with DEBUG on). The filters keep memory user ids out of the
-# request, security and runserver access lines and log a refused request in one line.
+# request, security and runserver access lines and log a refused request in one line;
+# the handler's filter adds the request id and the Celery task id to every record.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain") or "plain"
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}.")
+LOGGING_CONFIG = "memadmin.log_format.configure"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "memadmin.log_format.JsonFormatter"},
+    },
     "filters": {
+        "context": {"()": "memadmin.request_context.ContextFilter"},
         "request_privacy": {"()": "memadmin.log_filters.RequestLogFilter"},
         "access_privacy": {"()": "memadmin.log_filters.AccessLogFilter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         "django": {"handlers": [], "level": "INFO"},
@@ -387,3 +407,24 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
     },
 }
+
+# --- Operations: metrics, readiness, traces (docs/observability.md) ----------------------
+# /metrics answers a bearer token equal to METRICS_TOKEN, or a client address in one of
+# METRICS_ALLOWED_NETWORKS (REMOTE_ADDR: scrape memadmin directly, not through the proxy).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+
+
+def _networks(name: str, default: str) -> list:
+    try:
+        return [ipaddress.ip_network(n) for n in env_list(name, default.split(","))]
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"{name} must be comma-separated networks such as 10.0.0.0/8,::1/128: {exc}"
+        ) from None
+
+
+METRICS_ALLOWED_NETWORKS = _networks("METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+# /readyz: each check must answer within this many seconds (the worker ping waits a
+# third of it), and beat must have fired a schedule within the silence allowed.
+READYZ_TIMEOUT = env_seconds("READYZ_TIMEOUT", 3)
+READYZ_BEAT_MAX_SILENCE = env_seconds("READYZ_BEAT_MAX_SILENCE", 600)

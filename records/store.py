@@ -18,6 +18,8 @@ from django.db import connection, transaction
 from django.db.models import BooleanField, Q, Value
 from django.utils.module_loading import import_string
 
+from memadmin import counters
+
 from . import due, erasure_guard, feedback, search_text
 from . import policy as pure
 from . import rules as pure_rules
@@ -173,6 +175,7 @@ def ingest(
     if count_session:
         counts[feedback.SESSIONS_INGESTED] = 1
     feedback.bump_many(app_name, counts, now)
+    counters.count_ingest(app_name, result.added)
     return result
 
 
@@ -542,6 +545,7 @@ def search(
     if not isinstance(query, str):
         raise ValueError("query must be a string")
     terms = search_text.query_terms(query.replace("\x00", ""))
+    counters.count_search(app_name)
     if not terms:
         return []
     if connection.vendor == "postgresql":
@@ -688,7 +692,9 @@ def note_regret(app_name: str, user_id: str, query: str, now: datetime) -> bool:
 def touch(app_name: str, user_id: str, ids: Sequence[int], now: datetime) -> str:
     """Record that ``ids`` were returned. Never raises: a lost touch is only logged."""
     try:
-        return record_touches(app_name, user_id, ids, now)
+        outcome = record_touches(app_name, user_id, ids, now)
     except Exception:
         log.exception("touch failed for %d records; search result unaffected", len(ids))
-        return "dropped"
+        outcome = "dropped"
+    counters.count_touches(app_name, len(ids), outcome)
+    return outcome

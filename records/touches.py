@@ -214,3 +214,9 @@ def user_touch_keys_present(app_name: str, user_id: str) -> list[str]:
     if client.sismember(PENDING, member(app_name, user_id)):
         present.append(PENDING)
     return present
+
+
+def backlog() -> int | None:
+    """Users whose touches wait in the buffer; None without Redis (nothing is buffered)."""
+    client = redis_client()
+    return None if client is None else int(client.scard(PENDING))

@@ -7,6 +7,8 @@ to reset them.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import transaction
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
@@ -59,3 +61,12 @@ def install(reset: bool = False) -> dict[str, str]:
         PeriodicTask.objects.update_or_create(name=name, defaults=fields)
         out[name] = "reset" if existing else "created"
     return out
+
+
+def last_fired() -> dict[str, datetime | None]:
+    """Each enabled schedule's name -> when beat last fired it (None: not yet).
+
+    Beat's DatabaseScheduler writes ``last_run_at`` back every few minutes, so a value
+    can lag the real firing by that much.
+    """
+    return dict(PeriodicTask.objects.filter(enabled=True).values_list("name", "last_run_at"))

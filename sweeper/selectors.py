@@ -12,7 +12,7 @@ from django.db.models import Count, Q, Sum
 
 from records.models import MemoryRecord
 
-from .models import ApplyStatus, EntryKind, ItemStatus, PlanEntry, Run, RunStatus
+from .models import ApplyStatus, EntryKind, ItemStatus, PlanEntry, Run, RunKind, RunStatus
 
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
@@ -215,3 +215,26 @@ def failed_items(run: Run, limit: int = 50) -> list:
         .order_by("id")
         .values("app_name", "user_id", "users", "outcome")[:limit]
     )
+
+
+def run_states() -> dict[tuple[str, str], int]:
+    """(kind, status) -> runs, every combination present (0 when none)."""
+    counts = {(k.value, s.value): 0 for k in RunKind for s in RunStatus}
+    for row in Run.objects.values("kind", "status").annotate(n=Count("id")).order_by():
+        counts[row["kind"], row["status"]] = row["n"]
+    return counts
+
+
+def last_run_durations() -> dict[str, float]:
+    """kind -> seconds from start to finish of its latest finished run (dry-runs included)."""
+    durations = {}
+    for kind in RunKind:
+        run = (
+            Run.objects.filter(kind=kind, started_at__isnull=False, finished_at__isnull=False)
+            .order_by("-finished_at")
+            .values("started_at", "finished_at")
+            .first()
+        )
+        if run:
+            durations[kind.value] = (run["finished_at"] - run["started_at"]).total_seconds()
+    return durations

@@ -20,8 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 from django.http.request import validate_host
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
 
-from memadmin.healthcheck import request_host
+from memadmin.healthcheck import main, request_host
+from sweeper import schedules
 
 from ..conftest import subprocess_database_url, wait_until
 
@@ -96,17 +99,23 @@ def accepts(port) -> bool:
 
 
 @pytest.fixture
-def production_server(db, tmp_path):
+def production_server(transactional_db, tmp_path):
     """The image's gunicorn with the web container's environment, on this run's database."""
     image_env, server_command = image()
     compose_env, healthcheck = web_service()
     port = free_port()
-    env = {k: os.environ[k] for k in ("PATH", "PYTHONPATH", "HOME") if k in os.environ}
+    passed = ("PATH", "PYTHONPATH", "HOME", "MEMADMIN_VAR_DIR")
+    env = {k: os.environ[k] for k in passed if k in os.environ}
     env.update(image_env)
     env.update(compose_env)
-    # the services compose would start, as this test run has them
+    # the services compose would start, as this test run has them (the embedded default's
+    # broker is a folder under MEMADMIN_VAR_DIR, which the test's workers share)
     env["DATABASE_URL"] = subprocess_database_url()
-    env["CELERY_BROKER_URL"] = os.environ.get("CELERY_BROKER_URL", "memory://")
+    env.pop("CELERY_BROKER_URL")
+    if os.environ.get("CELERY_BROKER_URL"):
+        env["CELERY_BROKER_URL"] = os.environ["CELERY_BROKER_URL"]
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "metrics")
+    (tmp_path / "metrics").mkdir()
     env["PORT"] = str(port)
     log = (tmp_path / "gunicorn.log").open("w+")
     server = subprocess.Popen(
@@ -128,25 +137,48 @@ def production_server(db, tmp_path):
         log.close()
 
 
-def test_the_compose_health_check_passes_against_the_production_server(production_server):
-    port, env, healthcheck, compose_env = production_server
-    assert "DEBUG" not in compose_env and "SECURE_SSL_REDIRECT" not in compose_env
-    # As compose does: healthy unless `retries` checks in a row fail (a gunicorn worker's
-    # first request loads the URLconf, which can outlast one check on a busy machine).
-    failures = []
+def compose_health_check(env, healthcheck) -> subprocess.CompletedProcess:
+    """As compose does: healthy unless `retries` checks in a row fail (a gunicorn worker's
+    first request loads the URLconf, which can outlast one check on a busy machine)."""
     for _ in range(healthcheck["retries"]):
         result = subprocess.run(
             python(healthcheck["test"][1:]), cwd=ROOT, env=env, capture_output=True, text=True
         )
         if result.returncode == 0:
             break
-        failures.append(result.stderr.strip()[-500:])
-    assert result.returncode == 0, failures
+    return result
 
 
-def test_only_the_health_check_is_exempt_from_the_https_redirect(production_server):
+@pytest.mark.worker
+def test_the_compose_health_check_passes_against_the_production_server(
+    production_server, celery_worker_factory
+):
+    port, env, healthcheck, compose_env = production_server
+    assert "DEBUG" not in compose_env and "SECURE_SSL_REDIRECT" not in compose_env
+    assert healthcheck["test"][-1] == "/readyz"
+    schedules.install()
+    PeriodicTask.objects.update(last_run_at=timezone.now())  # beat has just fired
+    worker = celery_worker_factory(concurrency=1)
+    result = compose_health_check(env, healthcheck)
+    assert result.returncode == 0, result.stderr[-1000:]
+
+    worker.stop()  # not ready without a worker; still alive
+    result = compose_health_check(env, healthcheck)
+    assert result.returncode == 1
+    assert '"worker": "Unavailable' in result.stderr
+    liveness = subprocess.run(
+        python([*healthcheck["test"][1:-1], "/healthz"]), cwd=ROOT, env=env, capture_output=True
+    )
+    assert liveness.returncode == 0
+
+
+def test_only_the_health_and_metrics_endpoints_are_exempt_from_the_https_redirect(
+    production_server,
+):
     port, *_ = production_server
     assert get(port, "/healthz", {"Host": "localhost"}).status == 200
+    assert get(port, "/readyz", {"Host": "localhost"}).status == 503  # no worker here
+    assert get(port, "/metrics", {"Host": "localhost"}).status == 200
     response = get(port, "/login/", {"Host": "localhost"})
     assert response.status == 301
     assert response.getheader("Location") == "https://localhost/login/"
@@ -158,3 +190,9 @@ def test_only_the_health_check_is_exempt_from_the_https_redirect(production_serv
 )
 def test_the_health_check_sends_a_host_that_allowed_hosts_accepts(allowed):
     assert validate_host(request_host(allowed), allowed)
+
+
+@pytest.mark.parametrize("argv", [["/admin/"], ["/healthz", "/readyz"]])
+def test_the_health_check_refuses_other_paths(argv, capsys):
+    assert main(argv) == 2
+    assert "usage" in capsys.readouterr().err

@@ -185,7 +185,8 @@ def action_urls(w):
     }
 
 
-PUBLIC = {"login", "logout", "healthz"}
+# No login: health checks, and /metrics (its own token or network; tests/memadmin).
+PUBLIC = {"login", "logout", "healthz", "readyz", "metrics"}
 
 
 def client_for(role, make_user):
