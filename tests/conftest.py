@@ -1,3 +1,4 @@
+import base64
 import contextlib
 import os
 
@@ -6,6 +7,33 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from memadmin.accounts import ensure_role_groups
+
+
+def pytest_configure(config):
+    """With DEBUG off (the PostgreSQL runs) a deployment must give the key that signs
+    erasure receipts, as it gives SECRET_KEY. Unless the environment gives one, the test
+    run gives a key of its own: here, and to the workers and commands it starts."""
+    from django.conf import settings
+
+    if settings.DEBUG or settings.RECEIPT_SIGNING_KEY or settings.RECEIPT_SIGNING_KEY_FILE:
+        return
+    from erasure.signing import write_new_key
+
+    path = settings.VAR_DIR / "test-receipt-signing-key.pem"
+    write_new_key(path)  # keeps an existing one
+    os.environ["MEMADMIN_RECEIPT_SIGNING_KEY_FILE"] = str(path)
+    settings.RECEIPT_SIGNING_KEY_FILE = str(path)
+
+
+def receipt_signing_key() -> str:
+    """A new Ed25519 key as MEMADMIN_RECEIPT_SIGNING_KEY takes it: PKCS#8, one base64 line."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
+    der = Ed25519PrivateKey.generate().private_bytes(
+        Encoding.DER, PrivateFormat.PKCS8, NoEncryption()
+    )
+    return base64.b64encode(der).decode()
 
 
 def pytest_collection_modifyitems(config, items):

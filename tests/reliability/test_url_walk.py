@@ -185,7 +185,7 @@ def action_urls(w):
     }
 
 
-PUBLIC = {"login", "logout", "healthz"}
+PUBLIC = {"login", "logout", "healthz", "receipt_keys"}
 
 
 def client_for(role, make_user):
