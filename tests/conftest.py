@@ -1,6 +1,7 @@
 import base64
 import contextlib
 import os
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -10,19 +11,22 @@ from memadmin.accounts import ensure_role_groups
 
 
 def pytest_configure(config):
-    """With DEBUG off (the PostgreSQL runs) a deployment must give the key that signs
-    erasure receipts, as it gives SECRET_KEY. Unless the environment gives one, the test
-    run gives a key of its own: here, and to the workers and commands it starts."""
+    """With DEBUG off (the PostgreSQL runs, and any subprocess given a DATABASE_URL) a
+    deployment must give the key that signs erasure receipts, as it gives SECRET_KEY.
+    Unless the environment gives one, the test run gives its own: one key file for this
+    process and the workers and commands it starts, so each verifies what another signed."""
     from django.conf import settings
 
-    if settings.DEBUG or settings.RECEIPT_SIGNING_KEY or settings.RECEIPT_SIGNING_KEY_FILE:
+    if settings.RECEIPT_SIGNING_KEY or os.environ.get("MEMADMIN_RECEIPT_SIGNING_KEY_FILE"):
         return
     from erasure.signing import write_new_key
 
-    path = settings.VAR_DIR / "test-receipt-signing-key.pem"
-    write_new_key(path)  # keeps an existing one
-    os.environ["MEMADMIN_RECEIPT_SIGNING_KEY_FILE"] = str(path)
-    settings.RECEIPT_SIGNING_KEY_FILE = str(path)
+    path = settings.RECEIPT_SIGNING_KEY_FILE or str(
+        settings.VAR_DIR / "test-receipt-signing-key.pem"
+    )
+    write_new_key(Path(path))  # keeps an existing one
+    os.environ["MEMADMIN_RECEIPT_SIGNING_KEY_FILE"] = path
+    settings.RECEIPT_SIGNING_KEY_FILE = path
 
 
 def receipt_signing_key() -> str:
