@@ -5,14 +5,15 @@ from __future__ import annotations
 import logging
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from memadmin.pseudonyms import subject_hash
 from memadmin.roles import COMPLIANCE, role_required
@@ -20,6 +21,7 @@ from records import erasure
 from records.inventory import SUBJECT_STORES
 from records.selectors.apps import known_apps
 
+from . import signing
 from .forms import ErasureForm, PasswordCheckForm
 from .models import ErasureRequest as Request
 from .models import ErasureStatus
@@ -155,4 +157,14 @@ def receipt(request, pk: int):
     )
     response = HttpResponse(erasure.receipt_bytes(req.receipt), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="erasure-{req.pk}-receipt.json"'
+    return response
+
+
+@login_not_required
+@require_GET
+def receipt_keys(request):
+    """The public keys that verify receipts (a JWK set). Public on purpose: whoever holds
+    a receipt must be able to check it without an account here."""
+    response = JsonResponse(signing.published_keys())
+    response["Cache-Control"] = "public, max-age=300"
     return response

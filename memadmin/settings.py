@@ -364,6 +364,21 @@ MEMADMIN = {
     "ERASURE_REAUTH_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_REAUTH_SECONDS", "300")),
 }
 
+# Erasure receipts are signed with Ed25519 (erasure/signing.py, docs/receipts.md). The key:
+# PEM text (or its one-line base64 body), or a PEM file. With DEBUG on and neither set it
+# is generated into var/ on first use; with DEBUG off one must be given (as SECRET_KEY),
+# which `manage.py check` and the first signature enforce. Retired keys (their JWK x,
+# comma-separated) stay published so receipts they signed still verify.
+RECEIPT_SIGNING_KEY = os.environ.get("MEMADMIN_RECEIPT_SIGNING_KEY", "")
+RECEIPT_SIGNING_KEY_FILE = os.environ.get("MEMADMIN_RECEIPT_SIGNING_KEY_FILE", "")
+if RECEIPT_SIGNING_KEY and RECEIPT_SIGNING_KEY_FILE:
+    raise ImproperlyConfigured(
+        "Set MEMADMIN_RECEIPT_SIGNING_KEY or MEMADMIN_RECEIPT_SIGNING_KEY_FILE, not both."
+    )
+if not RECEIPT_SIGNING_KEY and not RECEIPT_SIGNING_KEY_FILE and DEBUG:
+    RECEIPT_SIGNING_KEY_FILE = str(VAR_DIR / "receipt-signing-key.pem")
+RECEIPT_RETIRED_KEYS = env_list("MEMADMIN_RECEIPT_RETIRED_KEYS", [])
+
 # The HTTP API (api/): requests with a larger body are refused with 413.
 MEMADMIN_API_MAX_BODY_BYTES = int(os.environ.get("MEMADMIN_API_MAX_BODY_BYTES", 2 * 1024 * 1024))
 # Django's own limit must not refuse first (with a less helpful 400).

@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from api.v1 import urls as api_v1_urls
+from erasure.views import receipt_keys
+from memadmin_client.receipts import KEYS_PATH
 
 from . import views
 
@@ -14,6 +16,7 @@ urlpatterns = [
     path("api/v1/", api_v1_urls()),
     path("api-keys/", include("api.urls")),
     path("erasure/", include("erasure.urls")),
+    path(KEYS_PATH.lstrip("/"), receipt_keys, name="receipt_keys"),
     path("", include("records.urls")),
     path("", include("sweeper.urls")),
     path("", include("memadmin.home_urls")),

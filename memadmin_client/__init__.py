@@ -10,7 +10,8 @@
         artifact_service=RemoteArtifactService(base_url, api_key),
     )
 
-Needs only google-adk and httpx: no Django, no memadmin settings.
+Needs only google-adk and httpx (and cryptography, to verify erasure receipts offline:
+``verify_receipt``): no Django, no memadmin settings.
 """
 
 __version__ = "0.1.0"
@@ -25,6 +26,7 @@ from .errors import (  # noqa: E402
 )
 from .http import MemadminClient  # noqa: E402
 from .memory import RemoteMemoryService  # noqa: E402
+from .receipts import ReceiptNotValid, verify_receipt  # noqa: E402
 from .sessions import RemoteSessionService  # noqa: E402
 
 __all__ = [
@@ -33,8 +35,10 @@ __all__ = [
     "MemadminError",
     "MemadminUnavailable",
     "NotAuthorized",
+    "ReceiptNotValid",
     "RemoteArtifactService",
     "RemoteMemoryService",
     "RemoteSessionService",
     "ServerError",
+    "verify_receipt",
 ]

@@ -42,6 +42,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from erasure import signing
 from memadmin import pseudonyms
 from memadmin.roles import COMPLIANCE, has_role
 
@@ -65,7 +66,8 @@ Clock = Callable[[], datetime]
 REDIS_STORE = "redis:touch buffer"
 SEARCH_INDEX = "search index"
 JOB_ACTOR = "erasure job"
-RECEIPT_VERSION = 1
+# 2: signed with Ed25519 (erasure/signing.py); version 1 receipts carry only a SHA-256.
+RECEIPT_VERSION = 2
 # What a receipt cannot speak for, printed on every receipt.
 NOT_COVERED = (
     "database backups, snapshots and replicas taken before the erasure (they age out "
@@ -537,7 +539,7 @@ class _Job:
                 return S.FAILED
             req.status = S.VERIFIED
             req.verified_at = now
-            req.receipt = build_receipt(req)
+            req.receipt = signing.sign_receipt(build_receipt(req))
             req.receipt_sha256 = hashlib.sha256(receipt_bytes(req.receipt)).hexdigest()
             req.user_id = ""  # the erasure must not itself keep the data
             req.save()

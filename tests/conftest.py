@@ -1,11 +1,43 @@
+import base64
 import contextlib
 import os
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
 from memadmin.accounts import ensure_role_groups
+
+
+def pytest_configure(config):
+    """With DEBUG off (the PostgreSQL runs, and any subprocess given a DATABASE_URL) a
+    deployment must give the key that signs erasure receipts, as it gives SECRET_KEY.
+    Unless the environment gives one, the test run gives its own: one key file for this
+    process and the workers and commands it starts, so each verifies what another signed."""
+    from django.conf import settings
+
+    if settings.RECEIPT_SIGNING_KEY or os.environ.get("MEMADMIN_RECEIPT_SIGNING_KEY_FILE"):
+        return
+    from erasure.signing import write_new_key
+
+    path = settings.RECEIPT_SIGNING_KEY_FILE or str(
+        settings.VAR_DIR / "test-receipt-signing-key.pem"
+    )
+    write_new_key(Path(path))  # keeps an existing one
+    os.environ["MEMADMIN_RECEIPT_SIGNING_KEY_FILE"] = path
+    settings.RECEIPT_SIGNING_KEY_FILE = path
+
+
+def receipt_signing_key() -> str:
+    """A new Ed25519 key as MEMADMIN_RECEIPT_SIGNING_KEY takes it: PKCS#8, one base64 line."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
+    der = Ed25519PrivateKey.generate().private_bytes(
+        Encoding.DER, PrivateFormat.PKCS8, NoEncryption()
+    )
+    return base64.b64encode(der).decode()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -44,6 +44,10 @@ def test_erase_wait_runs_verifies_and_writes_the_receipt(tmp_path):
     assert f"Receipt written to {path}" in out
     receipt = json.loads(path.read_text())
     assert receipt["request_id"] == req.pk and USER not in path.read_text()
+    assert f"signed with Ed25519 key {receipt['signature']['key_id']}" in out
+    out = io.StringIO()
+    call_command("verify_receipt", str(path), stdout=out)
+    assert out.getvalue().startswith(f"OK: receipt of erasure request {req.pk} is signed")
 
 
 def test_erase_without_wait_leaves_it_to_a_worker():

@@ -3,8 +3,10 @@
 import pytest
 from django.utils import timezone
 
+from erasure import signing
 from erasure.models import ErasureRequest, ErasureStatus
 from memadmin.celery import app as celery_app
+from memadmin_client.receipts import verify_receipt
 from records.models import MemoryRecord
 from sweeper import runs
 from sweeper.models import Run, RunKind, RunStatus
@@ -42,3 +44,6 @@ def test_an_erasure_worker_runs_it_while_sweep_work_waits_on_the_default_queue(
     )
     assert not MemoryRecord.objects.filter(user_id=USER).exists()
     assert Run.objects.get(pk=sweep.pk).status == RunStatus.QUEUED
+    # The worker signed the receipt with the key this (web) process publishes.
+    receipt = ErasureRequest.objects.get(pk=request.pk).receipt
+    assert verify_receipt(receipt, signing.published_keys()).receipt["request_id"] == request.pk

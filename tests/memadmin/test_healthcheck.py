@@ -26,11 +26,15 @@ from django_celery_beat.models import PeriodicTask
 from memadmin.healthcheck import main, request_host
 from sweeper import schedules
 
-from ..conftest import subprocess_database_url, wait_until
+from ..conftest import receipt_signing_key, subprocess_database_url, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 # What an operator puts in .env next to docker-compose.yml (docs/operations.md, "Production").
-DOT_ENV = {"SECRET_KEY": "x" * 50, "POSTGRES_PASSWORD": "pw"}
+DOT_ENV = {
+    "SECRET_KEY": "x" * 50,
+    "POSTGRES_PASSWORD": "pw",
+    "MEMADMIN_RECEIPT_SIGNING_KEY": receipt_signing_key(),
+}
 
 
 def interpolate(value: str, env: dict[str, str]) -> str:

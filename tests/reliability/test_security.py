@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from ..conftest import receipt_signing_key
+
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "pw-Secret-123"  # the make_user fixture's
 
@@ -89,7 +91,9 @@ def test_check_deploy_is_clean_under_production_settings(tmp_path):
         ALLOWED_HOSTS="memadmin.example.com",
         CELERY_BROKER_URL="redis://redis.example:6379/0",
         MEMADMIN_VAR_DIR=str(tmp_path),
+        MEMADMIN_RECEIPT_SIGNING_KEY=receipt_signing_key(),
     )
+    env.pop("MEMADMIN_RECEIPT_SIGNING_KEY_FILE", None)
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,

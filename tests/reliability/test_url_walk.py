@@ -185,8 +185,9 @@ def action_urls(w):
     }
 
 
-# No login: health checks, and /metrics (its own token or network; tests/memadmin).
-PUBLIC = {"login", "logout", "healthz", "readyz", "metrics"}
+# No login: health checks, the published receipt keys, and /metrics (its own token or
+# network; tests/memadmin).
+PUBLIC = {"login", "logout", "healthz", "readyz", "metrics", "receipt_keys"}
 
 
 def client_for(role, make_user):

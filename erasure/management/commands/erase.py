@@ -88,7 +88,11 @@ class Command(BaseCommand):
             raise CommandError(f"Erasure #{req.pk} {req.status}: {req.failure_reason}")
         if receipt:
             Path(receipt).write_bytes(erasure.receipt_bytes(req.receipt))
-            self.stdout.write(f"Receipt written to {receipt} (SHA-256 {req.receipt_sha256}).")
+            self.stdout.write(
+                f"Receipt written to {receipt} (SHA-256 {req.receipt_sha256}), signed with "
+                f"Ed25519 key {req.receipt['signature']['key_id']}: "
+                f"manage.py verify_receipt {receipt} checks it."
+            )
 
     def _report(self, req):
         width = max((len(k) for k in req.progress), default=10)
