@@ -152,6 +152,7 @@ INSTALLED_APPS = [
     "sweeper",
     "erasure",
     "api",
+    "backtest",
 ]
 
 MIDDLEWARE = [
@@ -356,6 +357,8 @@ MEMADMIN = {
     "ERASURE_BATCH_SIZE": int(os.environ.get("MEMADMIN_ERASURE_BATCH_SIZE", "1000")),
     "ERASURE_LEASE_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_LEASE_SECONDS", "120")),
     "ERASURE_REAUTH_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_REAUTH_SECONDS", "300")),
+    # Days of access history (searches, evicted records' metadata) a backtest can replay.
+    "ACCESS_HISTORY_DAYS": int(os.environ.get("MEMADMIN_ACCESS_HISTORY_DAYS", "90")),
 }
 
 # The HTTP API (api/): requests with a larger body are refused with 413.

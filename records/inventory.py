@@ -139,6 +139,10 @@ SUBJECT_STORES: tuple[SubjectStore, ...] = (
     ),
     SubjectStore("records.EvictionEvent", "eviction log entries (ids, scores, dedupe keys)"),
     SubjectStore("records.RegretTerm", "keyed hashes of evicted records' terms"),
+    SubjectStore("records.SearchLog", "access history: searches (returned ids, keyed term hashes)"),
+    SubjectStore(
+        "records.EvictedRecord", "access history: evicted records' scores and keyed term hashes"
+    ),
     SubjectStore("records.Correction", "'I told you before' reports"),
     SubjectStore("records.SessionEvent", "ADK session events", owner_prefix="session__"),
     SubjectStore("records.AgentSession", "ADK sessions and their session-scoped state"),

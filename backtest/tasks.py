@@ -1,0 +1,20 @@
+"""Celery tasks of the backtest: thin, taking plain values."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.utils import timezone
+
+from records import access_log
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(ignore_result=True)
+def prune_access_history() -> int:
+    """Daily: drop access history older than its retention."""
+    deleted = access_log.prune(timezone.now())
+    log.info("pruned %d access-history row(s)", deleted)
+    return deleted
