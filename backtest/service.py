@@ -7,7 +7,7 @@ must evict what really was evicted: ``Report.exact`` says whether it did.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 
@@ -162,14 +162,53 @@ def run(
 ) -> Report:
     """Replay the last ``days`` up to ``now`` under the policy that ran and ``candidate``."""
     start, end = check_window(app_name, days, now)
-    try:
-        params = candidate.params()
-    except pure.PolicyError as exc:
-        raise BacktestError(f"Invalid candidate policy: {exc}.") from exc
+    replayed = replay(app_name, start, end, now, [candidate], progress=progress)
+    rows = [
+        DayRow((start + i * ONE_DAY).date(), cur, cand)
+        for i, (cur, cand) in enumerate(zip(replayed.current, replayed.candidates[0], strict=True))
+    ]
+    return Report(
+        app_name=app_name,
+        start=start,
+        end=end,
+        candidate=candidate.snapshot(),
+        users=replayed.users,
+        days=rows,
+        exactness=replayed.exactness,
+        policy_changes=[(at, v) for at, v in replayed.changes if start <= at < end],
+    )
+
+
+@dataclass
+class Replayed:
+    current: list[DayStats]
+    candidates: list[list[DayStats]]
+    exactness: Exactness
+    users: int
+    changes: list[tuple[datetime, int]]
+
+
+def replay(
+    app_name: str,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    candidates: Sequence[Policy],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Replayed:
+    """Per-day figures of the policy that ran and of each candidate; each user's history
+    is read once, whatever the number of candidates."""
+    proposed = []
+    for candidate in candidates:
+        try:
+            proposed.append(Schedule.fixed(candidate.params()))
+        except pure.PolicyError as exc:
+            raise BacktestError(f"Invalid candidate policy: {exc}.") from exc
     real, changes = history.schedule(app_name)
-    proposed = Schedule.fixed(params)
     n_days = window_days(start, end)
-    rows = [DayRow((start + i * ONE_DAY).date(), DayStats(), DayStats()) for i in range(n_days)]
+    current = [DayStats() for _ in range(n_days)]
+    tried = [[DayStats() for _ in range(n_days)] for _ in proposed]
     exactness = Exactness()
     users = history.users(app_name, start)
     since = now - access_log.retention()
@@ -177,10 +216,12 @@ def run(
         history.user_histories(app_name, users, start, since, now), start=1
     ):
         ran = replay_user(records, searches, real, start, end)
-        tried = replay_user(records, searches, proposed, start, end)
-        for row, cur, cand in zip(rows, ran.days, tried.days, strict=True):
-            row.current.add(cur)
-            row.candidate.add(cand)
+        for total, day in zip(current, ran.days, strict=True):
+            total.add(day)
+        for schedule, totals in zip(proposed, tried, strict=True):
+            result = replay_user(records, searches, schedule, start, end)
+            for total, day in zip(totals, result.days, strict=True):
+                total.add(day)
         really = {
             r.id
             for r in records
@@ -194,16 +235,7 @@ def run(
         exactness.without_metadata += missing
         if progress is not None:
             progress(done, len(users))
-    return Report(
-        app_name=app_name,
-        start=start,
-        end=end,
-        candidate=candidate.snapshot(),
-        users=len(users),
-        days=rows,
-        exactness=exactness,
-        policy_changes=[(at, v) for at, v in changes if start <= at < end],
-    )
+    return Replayed(current, tried, exactness, len(users), changes)
 
 
 def parse_sets(pairs: list[str]) -> dict[str, str]:

@@ -125,3 +125,30 @@ def test_a_window_longer_than_the_retention_is_refused(settings):
     end = make_history(users=("u1",))
     with pytest.raises(CommandError, match="keeps 30 days.*30 days or fewer"):
         backtest("--days", "31", end=end)
+
+
+def test_a_policy_change_in_the_window_is_replayed_from_its_moment_and_reported():
+    from records.models import PolicyVersion
+    from records.policies import create_policy_row, update_policy
+
+    from .history import HOUR, T0, TOPICS, search, write
+
+    create_policy_row(APP)
+    update_policy(APP, {"max_records": 6, "ttl_days": 30})
+    PolicyVersion.objects.filter(app_name=APP).update(created_at=T0 - HOUR)
+    at = T0
+    for i, topic in enumerate(TOPICS):
+        at += 3 * HOUR
+        if i == 8:  # the cap tightens mid-way
+            update_policy(APP, {"max_records": 3})
+            PolicyVersion.objects.filter(app_name=APP, version=3).update(created_at=at)
+        write("u1", f"The customer ordered a {topic} number {i}", at)
+        search("u1", f"{topic} number", at + HOUR)
+    end = at + 2 * HOUR
+
+    report = run(end, days=1)  # starts after 6 writes: their state at the start is rebuilt
+
+    assert report.exactness.exact and report.exactness.real > 3
+    assert [v for _, v in report.policy_changes] == [3]
+    current, candidate = report.totals()  # the candidate keeps 3 from the start
+    assert candidate.lost > 0 and candidate.regret > current.regret

@@ -39,7 +39,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, app, days, preset, set, json: str | None, until, **options):  # noqa: A002
         try:
-            now = _moment(until) if until else timezone.now()
+            now = parse_moment(until) if until else timezone.now()
             values = service.parse_sets(set)
             candidate = service.candidate_policy(app, preset=preset, values=values)
             report = service.run(app, days, candidate, now)
@@ -82,7 +82,7 @@ def _pair(current: int, candidate: int) -> str:
     return f"{current} / {candidate}"
 
 
-def _moment(text: str) -> datetime:
+def parse_moment(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as exc:
