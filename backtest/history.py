@@ -6,6 +6,8 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 
+from django.db.models import Min
+
 from records import access_log
 from records.models import (
     POLICY_FIELDS,
@@ -61,12 +63,24 @@ def schedule(app_name: str) -> tuple[Schedule, list[tuple[datetime, int]]]:
     if not versions:
         current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
         return Schedule.fixed(current.params()), []
+    # A version was in effect by its first logged eviction at the latest, even when it
+    # was saved later by the wall clock (history written on a fixed clock, as the demo's).
+    first_used = dict(
+        EvictionEvent.objects.filter(app_name=app_name, policy_version__isnull=False)
+        .values("policy_version")
+        .annotate(first=Min("evicted_at"))
+        .values_list("policy_version", "first")
+    )
+    moments = [min(v.created_at, first_used.get(v.version, v.created_at)) for v in versions]
+    for i in range(len(moments) - 2, -1, -1):  # each in effect before the next
+        moments[i] = min(moments[i], moments[i + 1])
     changes = []
-    for v in versions:
+    for v, moment in zip(versions, moments, strict=True):
         values = {k: v.values[k] for k in POLICY_FIELDS if k in v.values}
-        policy = Policy(app_name=app_name, **values)
-        changes.append((v.created_at, policy.params()))
-    return Schedule(tuple(changes)), [(v.created_at, v.version) for v in versions]
+        changes.append((moment, Policy(app_name=app_name, **values).params()))
+    return Schedule(tuple(changes)), [
+        (moment, v.version) for v, moment in zip(versions, moments, strict=True)
+    ]
 
 
 def user_histories(

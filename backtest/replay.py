@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from records import policy as pure
@@ -52,6 +52,8 @@ class RecordHistory:
     removed_at: datetime | None = None
     removed_reason: str = ""
     term_hashes: frozenset[str] = frozenset()
+    # Written or touched outside the services (``explained``): replayed as it stands.
+    as_it_stands: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +137,8 @@ def replay_user(
             live[r.id] = _state_at(r, start, touches.get(r.id, ()), schedule)
         else:
             writes[r.created_at].append(r)
-            enforce_at.add(r.created_at)
+            if not r.as_it_stands:
+                enforce_at.add(r.created_at)
         if r.removed_at is not None and r.removed_at < end:
             if r.removed_reason in POLICY_REASONS:
                 enforce_at.add(r.removed_at)
@@ -178,7 +181,10 @@ def replay_user(
                 held[1] -= gone.tokens
         params = schedule.at(t)
         for r in writes.get(t, ()):
-            live[r.id] = _fresh(r, params)
+            if r.as_it_stands:
+                live[r.id] = _state_at(r, t, touches.get(r.id, ()), schedule)
+            else:
+                live[r.id] = _fresh(r, params)
             held[0] += 1
             held[1] += r.tokens
         if t in enforce_at and _may_evict(live, held, t, params):
@@ -207,6 +213,30 @@ def replay_user(
                     live[i] = _touched(r, t)
     close_days_until(end)
     return result
+
+
+def explained(
+    records: Sequence[RecordHistory], searches: Sequence[Search], real: Schedule
+) -> list[RecordHistory]:
+    """``records``, those the history cannot explain marked ``as_it_stands``.
+
+    A record the services wrote starts fresh under the policy then in effect and moves
+    only by logged touches: its last access is the later of the two. One written or
+    touched some other way (data loaded straight into the database, as the demo's) has
+    no write or enforcement to replay: it is replayed as it stands.
+    """
+    last_touch: dict[int, datetime] = {}
+    for s in searches:
+        for i in s.record_ids:
+            if i not in last_touch or s.at > last_touch[i]:
+                last_touch[i] = s.at
+    out = []
+    for r in records:
+        fresh = pure.fresh_last_accessed(r.created_at, real.at(r.created_at))
+        touched = last_touch.get(r.id)
+        expected = fresh if touched is None or touched > r.known_at else max(fresh, touched)
+        out.append(r if r.last_accessed_at == expected else replace(r, as_it_stands=True))
+    return out
 
 
 def _matching(regrettable: list[RecordHistory], s: Search):
@@ -242,7 +272,9 @@ def _state_at(
     """A record written before ``moment`` as it stood then: the touches logged between
     then and ``known_at`` taken back off its hits and last access."""
     later = sum(1 for at in touched if moment < at <= r.known_at)
-    if r.last_accessed_at <= moment:
+    if r.last_accessed_at <= moment or not later:
+        # No logged touch since explains a later access (written outside the services):
+        # the record is replayed as it stands.
         last = r.last_accessed_at
     else:
         before = [at for at in touched if at <= moment]

@@ -19,7 +19,15 @@ from records.models import POLICY_FIELDS, Policy, preset_values
 from records.selectors.apps import UnknownApp, check_known_app
 
 from . import history
-from .replay import ONE_DAY, POLICY_REASONS, DayStats, Schedule, replay_user, window_days
+from .replay import (
+    ONE_DAY,
+    POLICY_REASONS,
+    DayStats,
+    Schedule,
+    explained,
+    replay_user,
+    window_days,
+)
 
 
 class BacktestError(ValueError):
@@ -215,6 +223,7 @@ def replay(
     for done, (_user, records, searches, missing) in enumerate(
         history.user_histories(app_name, users, start, since, now), start=1
     ):
+        records = explained(records, searches, real)
         ran = replay_user(records, searches, real, start, end)
         for total, day in zip(current, ran.days, strict=True):
             total.add(day)
