@@ -15,6 +15,7 @@ urlpatterns = [
     path("api-keys/", include("api.urls")),
     path("erasure/", include("erasure.urls")),
     path("", include("records.urls")),
+    path("", include("backtest.urls")),
     path("", include("sweeper.urls")),
     path("", include("memadmin.home_urls")),
 ]
