@@ -154,6 +154,7 @@ INSTALLED_APPS = [
     "erasure",
     "api",
     "mcp_server",
+    "backtest",
 ]
 
 MIDDLEWARE = [
@@ -362,6 +363,8 @@ MEMADMIN = {
     "ERASURE_BATCH_SIZE": int(os.environ.get("MEMADMIN_ERASURE_BATCH_SIZE", "1000")),
     "ERASURE_LEASE_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_LEASE_SECONDS", "120")),
     "ERASURE_REAUTH_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_REAUTH_SECONDS", "300")),
+    # Days of access history (searches, evicted records' metadata) a backtest can replay.
+    "ACCESS_HISTORY_DAYS": int(os.environ.get("MEMADMIN_ACCESS_HISTORY_DAYS", "90")),
 }
 
 # Erasure receipts are signed with Ed25519 (erasure/signing.py, docs/receipts.md). The key:

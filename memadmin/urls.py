@@ -18,6 +18,7 @@ urlpatterns = [
     path("erasure/", include("erasure.urls")),
     path(KEYS_PATH.lstrip("/"), receipt_keys, name="receipt_keys"),
     path("", include("records.urls")),
+    path("", include("backtest.urls")),
     path("", include("sweeper.urls")),
     path("", include("memadmin.home_urls")),
 ]

@@ -139,6 +139,10 @@ SUBJECT_STORES: tuple[SubjectStore, ...] = (
     ),
     SubjectStore("records.EvictionEvent", "eviction log entries (ids, scores, dedupe keys)"),
     SubjectStore("records.RegretTerm", "keyed hashes of evicted records' terms"),
+    SubjectStore("records.SearchLog", "access history: searches (returned ids, keyed term hashes)"),
+    SubjectStore(
+        "records.EvictedRecord", "access history: evicted records' scores and keyed term hashes"
+    ),
     SubjectStore("records.Correction", "'I told you before' reports"),
     SubjectStore("records.SessionEvent", "ADK session events", owner_prefix="session__"),
     SubjectStore("records.AgentSession", "ADK sessions and their session-scoped state"),
@@ -164,6 +168,7 @@ NO_SUBJECT_DATA: tuple[NoSubjectData, ...] = (
         "not keep personal data in app: keys",
     ),
     NoSubjectData("records.DailyCounter", "per app and day counts; no user column"),
+    NoSubjectData("backtest.BacktestRun", "per app and day totals of a backtest; no user column"),
     NoSubjectData("sweeper.Run", "run bookkeeping: kind, app, clock, counts; no user"),
     NoSubjectData("sweeper.DailyMetric", "per app and day roll-ups; no user column"),
     NoSubjectData(

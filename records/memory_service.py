@@ -26,7 +26,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import store
+from . import access_log, store
 from .extract import memory_key
 from .models import MemoryRecord
 
@@ -116,6 +116,7 @@ def recalled_ids(app_name: str, user_id: str, memories: Sequence[MemoryEntry]) -
 def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryEntry]:
     records = store.search(app_name, user_id, query, now)
     store.touch(app_name, user_id, [r.id for r in records], now)
+    access_log.note_search(app_name, user_id, query, [r.id for r in records], now)
     store.note_regret(app_name, user_id, query, now)
     return [to_memory_entry(r) for r in records]
 

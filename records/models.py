@@ -705,3 +705,7 @@ class UserMemoryStats(models.Model):
 
     def __str__(self) -> str:
         return f"{self.app_name}/{self.user_id}: {self.records} records"
+
+
+# The backtest's access history lives in its own module; imported here so Django finds it.
+from .access_log import EvictedRecord, SearchLog  # noqa: E402, F401

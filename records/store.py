@@ -20,7 +20,7 @@ from django.utils.module_loading import import_string
 
 from memadmin import counters
 
-from . import due, erasure_guard, feedback, search_text
+from . import access_log, due, erasure_guard, feedback, search_text
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor, unmatched_importance
@@ -366,6 +366,7 @@ def evict(
     if not connection.in_atomic_block:
         raise RuntimeError("evict must run inside the user's locked transaction")
     _log_evictions(app_name, victims, now, policy_version, run_id, reason)
+    access_log.note_evictions(app_name, victims, now)  # replay metadata, before they go
     ids = [v.id for v in victims]
     regrettable = [v for v in victims if (reason or v.reason) in REGRET_REASONS]
     if regrettable:

@@ -29,6 +29,10 @@ SCHEDULES: dict[str, dict] = {
         "task": "sweeper.tasks.rollup_metrics",
         "crontab": {"minute": "45", "hour": "0"},  # daily, after midnight UTC
     },
+    "memadmin: prune access history": {
+        "task": "backtest.tasks.prune_access_history",
+        "crontab": {"minute": "55", "hour": "0"},  # daily
+    },
     "memadmin: reconcile stalled runs": {
         "task": "sweeper.tasks.reconcile_runs",
         "every_seconds": 120,

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from django.urls import reverse
 
+from backtest.models import BacktestRun
 from records.models import ImportanceRule, RetiredSession
 from records.policies import policy_for
 from sweeper import runs
@@ -31,6 +32,7 @@ def pages():
     policy_for("pharmacy")
     rule = ImportanceRule.objects.create(name="vip", pattern="vip", importance=0.7)
     run = runs.create_run("sweep", dry_run=True, enqueue=False)
+    backtest = BacktestRun.objects.create(app_name="pharmacy", days=7, candidate={})
     return [
         reverse("home"),
         reverse("records:overview"),
@@ -45,6 +47,7 @@ def pages():
         reverse("records:rule", args=[rule.pk]),
         reverse("sweeper:sweeps"),
         reverse("sweeper:run", args=[run.pk]),
+        reverse("backtest:run", args=[backtest.pk]),
         reverse("audit"),
     ], record
 

@@ -66,6 +66,8 @@ def populate(app: str, user: str, marker: str, *, now=None) -> dict[str, int]:
         app_name=app, user_id=user, content__startswith="My favourite"
     )
     store.delete_records(app, user, now, favourite.id)  # an EvictionEvent (manual)
+    # The access history: a search (ids and keyed term hashes) and the evicted record above.
+    memory_service.search_entries(app, user, f"penicillin allergy {marker}", now)
     feedback.remember_evicted(app, {favourite.id: user}, {favourite.id: favourite.content}, now)
     feedback.report_correction(app, user, now, session_id=sid, about="favourite colour")
     artifacts.save_artifact(

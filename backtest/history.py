@@ -1,0 +1,153 @@
+"""Selectors: the access history of an app's users, as the replay takes it. Read only."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+from django.db.models import Min
+
+from records import access_log
+from records.models import (
+    POLICY_FIELDS,
+    POLICY_RECORD_FIELDS,
+    EvictionEvent,
+    MemoryRecord,
+    Policy,
+    PolicyVersion,
+    UserMemoryStats,
+)
+
+from .replay import RecordHistory, Schedule, Search
+
+USER_BATCH = 200
+
+
+def users(app_name: str, start: datetime) -> list[str]:
+    """Every user with records now, or with history in the window."""
+    found = set(UserMemoryStats.objects.filter(app_name=app_name).values_list("user_id", flat=True))
+    for model, moment in (
+        (access_log.SearchLog, "searched_at"),
+        (access_log.EvictedRecord, "evicted_at"),
+    ):
+        found.update(
+            model.objects.filter(app_name=app_name, **{f"{moment}__gte": start})
+            .order_by()
+            .values_list("user_id", flat=True)
+            .distinct()
+        )
+    return sorted(found)
+
+
+def has_history(app_name: str, start: datetime, end: datetime) -> bool:
+    """Whether anything happened in [start, end): a search, an eviction or a write."""
+    return (
+        access_log.SearchLog.objects.filter(
+            app_name=app_name, searched_at__gte=start, searched_at__lt=end
+        ).exists()
+        or EvictionEvent.objects.filter(
+            app_name=app_name, evicted_at__gte=start, evicted_at__lt=end
+        ).exists()
+        or MemoryRecord.objects.filter(
+            app_name=app_name, created_at__gte=start, created_at__lt=end
+        ).exists()
+    )
+
+
+def schedule(app_name: str) -> tuple[Schedule, list[tuple[datetime, int]]]:
+    """The app's policy versions as they took effect, and (moment, version) of each."""
+    versions = list(
+        PolicyVersion.objects.filter(app_name=app_name).order_by("created_at", "version")
+    )
+    if not versions:
+        current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
+        return Schedule.fixed(current.params()), []
+    # A version was in effect by its first logged eviction at the latest, even when it
+    # was saved later by the wall clock (history written on a fixed clock, as the demo's).
+    first_used = dict(
+        EvictionEvent.objects.filter(app_name=app_name, policy_version__isnull=False)
+        .values("policy_version")
+        .annotate(first=Min("evicted_at"))
+        .values_list("policy_version", "first")
+    )
+    moments = [min(v.created_at, first_used.get(v.version, v.created_at)) for v in versions]
+    for i in range(len(moments) - 2, -1, -1):  # each in effect before the next
+        moments[i] = min(moments[i], moments[i + 1])
+    changes = []
+    for v, moment in zip(versions, moments, strict=True):
+        values = {k: v.values[k] for k in POLICY_FIELDS if k in v.values}
+        changes.append((moment, Policy(app_name=app_name, **values).params()))
+    return Schedule(tuple(changes)), [
+        (moment, v.version) for v, moment in zip(versions, moments, strict=True)
+    ]
+
+
+def user_histories(
+    app_name: str, user_ids: Sequence[str], start: datetime, since: datetime, now: datetime
+) -> Iterator[tuple[str, list[RecordHistory], list[Search], int]]:
+    """(user, records, searches since ``since``, evictions without replay metadata) for
+    each user, a batch of users a few queries."""
+    for first in range(0, len(user_ids), USER_BATCH):
+        batch = list(user_ids[first : first + USER_BATCH])
+        records: dict[str, list[RecordHistory]] = defaultdict(list)
+        for r in MemoryRecord.objects.filter(app_name=app_name, user_id__in=batch).only(
+            *POLICY_RECORD_FIELDS, "user_id", "entry_timestamp"
+        ):
+            records[r.user_id].append(
+                RecordHistory(
+                    id=r.id,
+                    created_at=r.created_at,
+                    importance=r.importance,
+                    pinned=r.pinned,
+                    tokens=r.tokens,
+                    hits=r.hits,
+                    last_accessed_at=r.last_accessed_at,
+                    known_at=now,
+                    due_at=r.due_at,
+                    slot=r.slot or "",
+                    stated_at=r.entry_timestamp,
+                )
+            )
+        events = {
+            e["record_id"]: e
+            for e in EvictionEvent.objects.filter(
+                app_name=app_name, user_id__in=batch, evicted_at__gte=start
+            ).values("record_id", "user_id", "reason", "tokens", "evicted_at")
+        }
+        kept = access_log.EvictedRecord.objects.filter(
+            app_name=app_name, user_id__in=batch, evicted_at__gte=start
+        )
+        for e in kept.iterator(chunk_size=2000):
+            event = events.pop(e.record_id, None)
+            if event is None:
+                continue  # erased meanwhile, or never logged: nothing to replay
+            records[e.user_id].append(
+                RecordHistory(
+                    id=e.record_id,
+                    created_at=e.created_at,
+                    importance=e.importance,
+                    pinned=e.pinned,
+                    tokens=event["tokens"],
+                    hits=e.hits,
+                    last_accessed_at=e.last_accessed_at,
+                    known_at=e.evicted_at,
+                    due_at=e.due_at,
+                    slot=e.slot,
+                    stated_at=e.stated_at,
+                    removed_at=e.evicted_at,
+                    removed_reason=event["reason"],
+                    term_hashes=frozenset(e.term_hashes),
+                )
+            )
+        missing: dict[str, int] = defaultdict(int)
+        for event in events.values():  # evicted before the history was kept
+            missing[event["user_id"]] += 1
+        searches: dict[str, list[Search]] = defaultdict(list)
+        logged = access_log.SearchLog.objects.filter(
+            app_name=app_name, user_id__in=batch, searched_at__gte=since
+        ).order_by("searched_at", "id")
+        for s in logged.values_list("user_id", "searched_at", "record_ids", "term_hashes"):
+            searches[s[0]].append(Search(s[1], tuple(s[2]), frozenset(s[3])))
+        for user_id in batch:
+            yield user_id, records[user_id], searches[user_id], missing[user_id]

@@ -1,0 +1,48 @@
+"""manage.py tune: the three policies that would have regretted least at no more storage."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from backtest import service, tune
+
+from .backtest import parse_moment
+
+
+class Command(BaseCommand):
+    help = (
+        "Search weights (on the simplex), half-life, fresh start and the presets for the "
+        "lowest regret over the last N days at no more storage than the policy that ran. "
+        "Reads only; apply a candidate on the Policies page."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--app", required=True, help="the app, exactly as agents name it")
+        parser.add_argument("--days", type=int, required=True, help="how many days back")
+        parser.add_argument("--until", metavar="ISO-DATETIME", help="end of the window")
+
+    def handle(self, *args, app, days, until, **options):
+        try:
+            now = parse_moment(until) if until else timezone.now()
+            result = tune.tune(app, days, now)
+        except service.BacktestError as exc:
+            raise CommandError(str(exc)) from exc
+        w = self.stdout.write
+        cur = result.current
+        w(
+            f"{app}: {result.tried} candidates over {result.start:%Y-%m-%d} to "
+            f"{result.end:%Y-%m-%d}; the policy that ran: regret {cur.regret}, evictions "
+            f"{cur.evictions}, {result.current_mean_tokens:.0f} tokens held a day on average"
+            + ("" if result.exact else " (its replay is NOT exact: figures approximate)")
+        )
+        if not result.best:
+            w("No candidate held no more than the policy that ran.")
+        for rank, c in enumerate(result.best, start=1):
+            changes = ", ".join(f"{f} {old} -> {new}" for f, (old, new) in c.changes.items())
+            w(
+                f"{rank}. {c.label}: regret {c.totals.regret} ({c.totals.regret - cur.regret:+d}), "
+                f"evictions {c.totals.evictions} ({c.totals.evictions - cur.evictions:+d}), "
+                f"{c.mean_tokens:.0f} tokens held a day; change: {changes or 'none'}"
+            )
+        w("Nothing was applied: change the policy on the Policies page (preview, version, audit).")

@@ -1,0 +1,325 @@
+"""Replay one user's access history under a policy: pure Python, no Django, no I/O.
+
+The engine is ``records.policy.HybridPolicy``: the replay only keeps each record's
+state (hits, last access) as the logged touches move it and asks the policy for its
+victims at the moments the real system enforced (every write, and every eviction it
+logged). Records written before the window start with the state the history gives them
+at its start; records removed for reasons no policy decides (manual deletes, summaries)
+go when they really went, whatever the policy.
+
+Regret of a replayed policy, per search: it returned a record the policy had already
+evicted ("lost"), or its term hashes matched a record the policy had evicted that was
+really evicted too (the live regret check, replayed). "Saved": it matched a record the
+real policy evicted that this policy still held.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from records import policy as pure
+
+ONE_DAY = timedelta(days=1)
+# Reasons a policy decides; others (manual, summarised) are replayed as they happened.
+POLICY_REASONS = frozenset({pure.EXPIRED, pure.RECORD_CAP, pure.TOKEN_CAP, pure.SUPERSEDED})
+# Evictions a search may regret (records.store.REGRET_REASONS): a superseded record was
+# replaced by a newer statement.
+REGRET_REASONS = frozenset({pure.EXPIRED, pure.RECORD_CAP, pure.TOKEN_CAP})
+# records.feedback.REGRET_MIN_MATCH: the live check's threshold.
+MIN_MATCH = 2
+
+
+@dataclass(frozen=True, slots=True)
+class RecordHistory:
+    """One record as the history knows it; ``hits`` and ``last_accessed_at`` as read
+    at ``known_at`` (its eviction, or when the history was loaded)."""
+
+    id: int
+    created_at: datetime
+    importance: float
+    pinned: bool
+    tokens: int
+    hits: int
+    last_accessed_at: datetime
+    known_at: datetime
+    due_at: datetime | None = None
+    slot: str = ""
+    stated_at: datetime | None = None
+    removed_at: datetime | None = None
+    removed_reason: str = ""
+    term_hashes: frozenset[str] = frozenset()
+    # Written or touched outside the services (``explained``): replayed as it stands.
+    as_it_stands: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    at: datetime
+    record_ids: tuple[int, ...]
+    term_hashes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The policy in effect over time: each entry from its moment on; the first also
+    before it."""
+
+    changes: tuple[tuple[datetime, pure.PolicyParams], ...]
+
+    @classmethod
+    def fixed(cls, params: pure.PolicyParams) -> Schedule:
+        return cls(((datetime.min.replace(tzinfo=None), params),))
+
+    def __post_init__(self) -> None:
+        if not self.changes:
+            raise ValueError("a schedule needs at least one policy")
+        object.__setattr__(self, "_moments", [m for m, _ in self.changes])
+
+    def at(self, moment: datetime) -> pure.PolicyParams:
+        if len(self.changes) == 1:
+            return self.changes[0][1]
+        i = bisect.bisect_right(self._moments, moment) - 1  # type: ignore[attr-defined]
+        return self.changes[max(i, 0)][1]
+
+
+@dataclass
+class DayStats:
+    evictions: int = 0
+    records: int = 0  # held at the end of the day
+    tokens: int = 0  # held at the end of the day
+    searches: int = 0
+    regret: int = 0
+    lost: int = 0
+    saved: int = 0
+
+    def add(self, other: DayStats) -> None:
+        for name in DayStats.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class UserResult:
+    days: list[DayStats]
+    evicted: dict[int, datetime] = field(default_factory=dict)  # id -> when, in the window
+
+
+def window_days(start: datetime, end: datetime) -> int:
+    return max(1, -(-(end - start) // ONE_DAY))
+
+
+def replay_user(
+    records: Sequence[RecordHistory],
+    searches: Sequence[Search],
+    schedule: Schedule,
+    start: datetime,
+    end: datetime,
+) -> UserResult:
+    """Replay [start, end) for one user; ``searches`` may reach back before ``start``
+    (they rebuild the state at the start) and past ``end`` (they are not replayed)."""
+    touches: dict[int, list[datetime]] = defaultdict(list)
+    for s in searches:
+        for i in s.record_ids:
+            touches[i].append(s.at)
+    live: dict[int, pure.Record] = {}
+    writes: dict[datetime, list[RecordHistory]] = defaultdict(list)
+    removals: dict[datetime, list[RecordHistory]] = defaultdict(list)
+    enforce_at: set[datetime] = set()
+    for r in records:
+        if r.removed_at is not None and r.removed_at < start:
+            continue
+        if r.created_at >= end:
+            continue
+        if r.created_at < start:
+            live[r.id] = _state_at(r, start, touches.get(r.id, ()), schedule)
+        else:
+            writes[r.created_at].append(r)
+            if not r.as_it_stands:
+                enforce_at.add(r.created_at)
+        if r.removed_at is not None and r.removed_at < end:
+            if r.removed_reason in POLICY_REASONS:
+                enforce_at.add(r.removed_at)
+            else:
+                removals[r.removed_at].append(r)
+    in_window = [s for s in searches if start <= s.at < end]
+    by_moment: dict[datetime, list[Search]] = defaultdict(list)
+    for s in in_window:
+        by_moment[s.at].append(s)
+    # Records really evicted by a policy, with their term hashes: what searches can regret.
+    regrettable = sorted(
+        (
+            r
+            for r in records
+            if r.removed_reason in REGRET_REASONS and r.term_hashes and r.removed_at is not None
+        ),
+        key=lambda r: r.removed_at,
+    )
+    n_days = window_days(start, end)
+    days = [DayStats() for _ in range(n_days)]
+    result = UserResult(days)
+    evicted_reason: dict[int, str] = {}
+    held = [len(live), sum(r.tokens for r in live.values())]
+    next_day = 0
+    moments = sorted(set(writes) | set(removals) | enforce_at | set(by_moment))
+
+    def close_days_until(moment: datetime) -> None:
+        nonlocal next_day
+        while next_day < n_days and start + (next_day + 1) * ONE_DAY <= moment:
+            days[next_day].records, days[next_day].tokens = held
+            next_day += 1
+
+    for t in moments:
+        close_days_until(t)
+        day = days[min((t - start) // ONE_DAY, n_days - 1)]
+        for r in removals.get(t, ()):
+            gone = live.pop(r.id, None)
+            if gone is not None:
+                held[0] -= 1
+                held[1] -= gone.tokens
+        params = schedule.at(t)
+        for r in writes.get(t, ()):
+            if r.as_it_stands:
+                live[r.id] = _state_at(r, t, touches.get(r.id, ()), schedule)
+            else:
+                live[r.id] = _fresh(r, params)
+            held[0] += 1
+            held[1] += r.tokens
+        if t in enforce_at and _may_evict(live, held, t, params):
+            for v in pure.HybridPolicy(params).victims(list(live.values()), t):
+                gone = live.pop(v.id)
+                held[0] -= 1
+                held[1] -= gone.tokens
+                result.evicted[v.id] = t
+                evicted_reason[v.id] = v.reason
+                day.evictions += 1
+        for s in by_moment.get(t, ()):
+            day.searches += 1
+            lost = any(i in result.evicted for i in s.record_ids)
+            matched_gone = saved = False
+            for r in _matching(regrettable, s):
+                if r.id in live:
+                    saved = True
+                elif evicted_reason.get(r.id) in REGRET_REASONS:
+                    matched_gone = True
+            day.lost += lost
+            day.saved += saved
+            day.regret += lost or matched_gone
+            for i in s.record_ids:
+                r = live.get(i)
+                if r is not None:
+                    live[i] = _touched(r, t)
+    close_days_until(end)
+    return result
+
+
+def explained(
+    records: Sequence[RecordHistory], searches: Sequence[Search], real: Schedule
+) -> list[RecordHistory]:
+    """``records``, those the history cannot explain marked ``as_it_stands``.
+
+    A record the services wrote starts fresh under the policy then in effect and moves
+    only by logged touches: its last access is the later of the two. One written or
+    touched some other way (data loaded straight into the database, as the demo's) has
+    no write or enforcement to replay: it is replayed as it stands.
+    """
+    last_touch: dict[int, datetime] = {}
+    for s in searches:
+        for i in s.record_ids:
+            if i not in last_touch or s.at > last_touch[i]:
+                last_touch[i] = s.at
+    out = []
+    for r in records:
+        fresh = pure.fresh_last_accessed(r.created_at, real.at(r.created_at))
+        touched = last_touch.get(r.id)
+        expected = fresh if touched is None or touched > r.known_at else max(fresh, touched)
+        out.append(r if r.last_accessed_at == expected else replace(r, as_it_stands=True))
+    return out
+
+
+def _matching(regrettable: list[RecordHistory], s: Search):
+    """Records really evicted before ``s`` whose term hashes match its terms enough."""
+    if not s.term_hashes:
+        return
+    needed = min(MIN_MATCH, len(s.term_hashes))
+    for r in regrettable:
+        if r.removed_at >= s.at:  # type: ignore[operator]
+            break
+        if len(r.term_hashes & s.term_hashes) >= needed:
+            yield r
+
+
+def _fresh(r: RecordHistory, params: pure.PolicyParams) -> pure.Record:
+    return pure.Record(
+        id=r.id,
+        created_at=r.created_at,
+        last_accessed_at=pure.fresh_last_accessed(r.created_at, params),
+        hits=0,
+        importance=r.importance,
+        pinned=r.pinned,
+        tokens=r.tokens,
+        due_at=r.due_at,
+        slot=r.slot,
+        stated_at=r.stated_at,
+    )
+
+
+def _state_at(
+    r: RecordHistory, moment: datetime, touched: Sequence[datetime], schedule: Schedule
+) -> pure.Record:
+    """A record written before ``moment`` as it stood then: the touches logged between
+    then and ``known_at`` taken back off its hits and last access."""
+    later = sum(1 for at in touched if moment < at <= r.known_at)
+    if r.last_accessed_at <= moment or not later:
+        # No logged touch since explains a later access (written outside the services):
+        # the record is replayed as it stands.
+        last = r.last_accessed_at
+    else:
+        before = [at for at in touched if at <= moment]
+        last = max([pure.fresh_last_accessed(r.created_at, schedule.at(r.created_at)), *before])
+    return pure.Record(
+        id=r.id,
+        created_at=r.created_at,
+        last_accessed_at=last,
+        hits=max(0, r.hits - later),
+        importance=r.importance,
+        pinned=r.pinned,
+        tokens=r.tokens,
+        due_at=r.due_at,
+        slot=r.slot,
+        stated_at=r.stated_at,
+    )
+
+
+def _touched(r: pure.Record, t: datetime) -> pure.Record:
+    return pure.Record(
+        id=r.id,
+        created_at=r.created_at,
+        last_accessed_at=max(r.last_accessed_at, t),
+        hits=r.hits + 1,
+        importance=r.importance,
+        pinned=r.pinned,
+        tokens=r.tokens,
+        due_at=r.due_at,
+        slot=r.slot,
+        stated_at=r.stated_at,
+    )
+
+
+def _may_evict(live: dict[int, pure.Record], held: list[int], t: datetime, params) -> bool:
+    """Whether the policy can find a victim: over a cap, a record past its TTL, or two
+    live statements of one slot. Skips the scoring of every record on most writes."""
+    if held[0] > params.max_records or held[1] > params.max_tokens:
+        return True
+    cutoff = t - params.ttl
+    slots: set[str] = set()
+    for r in live.values():
+        if not r.pinned and r.created_at < cutoff:
+            return True
+        if params.supersede and r.slot:
+            if r.slot in slots:
+                return True
+            slots.add(r.slot)
+    return False

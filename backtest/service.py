@@ -1,0 +1,258 @@
+"""Backtest a candidate policy against an app's access history. Reads only.
+
+``run`` replays the window for every user twice: under the policy that ran (its
+versions as they took effect) and under the candidate. Replaying the policy that ran
+must evict what really was evicted: ``Report.exact`` says whether it did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+
+from django import forms
+
+from records import access_log
+from records import policy as pure
+from records.models import POLICY_FIELDS, Policy, preset_values
+from records.selectors.apps import UnknownApp, check_known_app
+
+from . import history
+from .replay import (
+    ONE_DAY,
+    POLICY_REASONS,
+    DayStats,
+    Schedule,
+    explained,
+    replay_user,
+    window_days,
+)
+
+
+class BacktestError(ValueError):
+    """Input a backtest cannot run with; the message says what to change."""
+
+
+@dataclass
+class DayRow:
+    day: date
+    current: DayStats
+    candidate: DayStats
+
+
+@dataclass
+class Exactness:
+    """The replay of the policy that ran against the evictions that happened."""
+
+    real: int = 0  # policy evictions in the window with replay metadata
+    reproduced: int = 0  # of those, evicted by the replay too
+    extra: int = 0  # evicted by the replay, not in reality
+    without_metadata: int = 0  # evictions from before the history was kept
+
+    @property
+    def exact(self) -> bool:
+        return self.reproduced == self.real and self.extra == 0 and not self.without_metadata
+
+
+@dataclass
+class Report:
+    app_name: str
+    start: datetime
+    end: datetime
+    candidate: dict
+    users: int
+    days: list[DayRow]
+    exactness: Exactness
+    policy_changes: list[tuple[datetime, int]] = field(default_factory=list)
+
+    def totals(self) -> tuple[DayStats, DayStats]:
+        current, candidate = DayStats(), DayStats()
+        for row in self.days:
+            current.add(row.current)
+            candidate.add(row.candidate)
+        if self.days:  # held: at the end, not a sum
+            last = self.days[-1]
+            current.records, current.tokens = last.current.records, last.current.tokens
+            candidate.records, candidate.tokens = last.candidate.records, last.candidate.tokens
+        return current, candidate
+
+    def as_json(self) -> dict:
+        current, candidate = self.totals()
+        return {
+            "app": self.app_name,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "candidate": self.candidate,
+            "users": self.users,
+            "exact": self.exactness.exact,
+            "exactness": asdict(self.exactness),
+            "policy_changes": [
+                {"at": at.isoformat(), "version": v} for at, v in self.policy_changes
+            ],
+            "totals": {"current": asdict(current), "candidate": asdict(candidate)},
+            "days": [
+                {
+                    "day": row.day.isoformat(),
+                    "current": asdict(row.current),
+                    "candidate": asdict(row.candidate),
+                }
+                for row in self.days
+            ],
+        }
+
+
+_CandidateForm = forms.modelform_factory(Policy, fields=POLICY_FIELDS)
+
+
+def candidate_policy(
+    app_name: str, *, preset: str | None = None, values: Mapping[str, str] | None = None
+) -> Policy:
+    """The app's current policy with a preset's scoring and ``values`` on top, validated
+    as a policy change is (the Policies form's rules); never saved."""
+    current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
+    data = current.snapshot()
+    if preset:
+        try:
+            data.update(preset_values(preset))
+        except pure.PolicyError as exc:
+            raise BacktestError(str(exc)) from exc
+    unknown = sorted(set(values or {}) - set(POLICY_FIELDS))
+    if unknown:
+        raise BacktestError(
+            f"Unknown policy field(s): {', '.join(unknown)}; the fields are "
+            f"{', '.join(POLICY_FIELDS)}."
+        )
+    data.update(values or {})
+    form = _CandidateForm(data=data, instance=Policy(app_name=app_name))
+    if not form.is_valid():
+        raise BacktestError(_sentences(form.errors))
+    return form.instance
+
+
+def _sentences(errors: Mapping[str, list[str]]) -> str:
+    parts = []
+    for name, messages in errors.items():
+        label = "" if name == "__all__" else f"{name}: "
+        parts.extend(f"{label}{m}" for m in messages)
+    return "Invalid candidate policy: " + " ".join(parts)
+
+
+def check_window(app_name: str, days: int, now: datetime) -> tuple[datetime, datetime]:
+    try:
+        check_known_app(app_name)
+    except UnknownApp as exc:
+        raise BacktestError(str(exc)) from exc
+    if not isinstance(days, int) or days < 1:
+        raise BacktestError("--days must be a whole number of days, at least 1.")
+    kept = access_log.retention().days
+    if days > kept:
+        raise BacktestError(
+            f"The access history keeps {kept} days (MEMADMIN_ACCESS_HISTORY_DAYS); "
+            f"choose {kept} days or fewer."
+        )
+    start, end = now - days * ONE_DAY, now
+    if not history.has_history(app_name, start, end):
+        raise BacktestError(
+            f"No history for {app_name!r} in the last {days} days: no search, write or "
+            "eviction to replay."
+        )
+    return start, end
+
+
+def run(
+    app_name: str,
+    days: int,
+    candidate: Policy,
+    now: datetime,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Replay the last ``days`` up to ``now`` under the policy that ran and ``candidate``."""
+    start, end = check_window(app_name, days, now)
+    replayed = replay(app_name, start, end, now, [candidate], progress=progress)
+    rows = [
+        DayRow((start + i * ONE_DAY).date(), cur, cand)
+        for i, (cur, cand) in enumerate(zip(replayed.current, replayed.candidates[0], strict=True))
+    ]
+    return Report(
+        app_name=app_name,
+        start=start,
+        end=end,
+        candidate=candidate.snapshot(),
+        users=replayed.users,
+        days=rows,
+        exactness=replayed.exactness,
+        policy_changes=[(at, v) for at, v in replayed.changes if start <= at < end],
+    )
+
+
+@dataclass
+class Replayed:
+    current: list[DayStats]
+    candidates: list[list[DayStats]]
+    exactness: Exactness
+    users: int
+    changes: list[tuple[datetime, int]]
+
+
+def replay(
+    app_name: str,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    candidates: Sequence[Policy],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Replayed:
+    """Per-day figures of the policy that ran and of each candidate; each user's history
+    is read once, whatever the number of candidates."""
+    proposed = []
+    for candidate in candidates:
+        try:
+            proposed.append(Schedule.fixed(candidate.params()))
+        except pure.PolicyError as exc:
+            raise BacktestError(f"Invalid candidate policy: {exc}.") from exc
+    real, changes = history.schedule(app_name)
+    n_days = window_days(start, end)
+    current = [DayStats() for _ in range(n_days)]
+    tried = [[DayStats() for _ in range(n_days)] for _ in proposed]
+    exactness = Exactness()
+    users = history.users(app_name, start)
+    since = now - access_log.retention()
+    for done, (_user, records, searches, missing) in enumerate(
+        history.user_histories(app_name, users, start, since, now), start=1
+    ):
+        records = explained(records, searches, real)
+        ran = replay_user(records, searches, real, start, end)
+        for total, day in zip(current, ran.days, strict=True):
+            total.add(day)
+        for schedule, totals in zip(proposed, tried, strict=True):
+            result = replay_user(records, searches, schedule, start, end)
+            for total, day in zip(totals, result.days, strict=True):
+                total.add(day)
+        really = {
+            r.id
+            for r in records
+            if r.removed_reason in POLICY_REASONS
+            and r.removed_at is not None
+            and start <= r.removed_at < end
+        }
+        exactness.real += len(really)
+        exactness.reproduced += len(really & set(ran.evicted))
+        exactness.extra += len(set(ran.evicted) - really)
+        exactness.without_metadata += missing
+        if progress is not None:
+            progress(done, len(users))
+    return Replayed(current, tried, exactness, len(users), changes)
+
+
+def parse_sets(pairs: list[str]) -> dict[str, str]:
+    """``field=value`` pairs from the command line."""
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise BacktestError(f"--set takes field=value, not {pair!r}.")
+        out[name.strip()] = value.strip()
+    return out

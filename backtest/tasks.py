@@ -1,0 +1,32 @@
+"""Celery tasks of the backtest: thin, taking plain values."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.utils import timezone
+
+from records import access_log
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(ignore_result=True)
+def prune_access_history() -> int:
+    """Daily: drop access history older than its retention."""
+    deleted = access_log.prune(timezone.now())
+    log.info("pruned %d access-history row(s)", deleted)
+    return deleted
+
+
+# Progress is saved every this many users: one UPDATE, not one per user.
+PROGRESS_EVERY = 50
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_backtest(run_id: int) -> str:
+    """Run a queued backtest (``backtest.runs.start``) and keep its report."""
+    from . import runs
+
+    return runs.execute(run_id)

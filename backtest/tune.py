@@ -1,0 +1,127 @@
+"""Search the policy space for the lowest regret at no more storage. Reads only.
+
+The space: weights on the simplex (steps of ``WEIGHT_STEP``), half-lives, the
+fresh-start setting, and the presets; caps and TTL stay the app's. Every candidate is
+replayed over the same window (``service.replay``: one read of each user's history) and
+kept when it holds on average no more tokens and no more records per day than the
+policy that ran. The best are those with the lowest regret, then the fewest evictions.
+Nothing is applied: a person applies one through the normal policy change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from records.models import Policy
+from records.policy import PRESETS
+
+from . import service
+from .replay import DayStats
+
+WEIGHT_STEP = 0.25
+HALF_LIVES_HOURS = (7 * 24.0, 30 * 24.0, 90 * 24.0)
+FRESH_STARTS = (0.0, 1.0)
+BEST = 3
+
+
+@dataclass
+class Candidate:
+    label: str
+    policy: Policy
+    changes: dict  # field -> (current, candidate), only what differs
+    totals: DayStats
+    mean_records: float
+    mean_tokens: float
+
+
+@dataclass
+class Tuning:
+    app_name: str
+    start: datetime
+    end: datetime
+    current: DayStats
+    current_mean_records: float
+    current_mean_tokens: float
+    tried: int
+    best: list[Candidate]
+    exact: bool
+
+
+def simplex(step: float = WEIGHT_STEP) -> list[tuple[float, float, float]]:
+    """(recency, frequency, importance) weights that sum to 1, on a grid of ``step``."""
+    n = round(1 / step)
+    return [(a / n, b / n, (n - a - b) / n) for a in range(n + 1) for b in range(n + 1 - a)]
+
+
+def space(app_name: str) -> list[tuple[str, Policy]]:
+    """(label, candidate) for every point of the space, each validated as a change."""
+    out = [
+        (f"preset {name}", service.candidate_policy(app_name, preset=name))
+        for name in sorted(PRESETS)
+    ]
+    for wr, wf, wi in simplex():
+        for half_life in HALF_LIVES_HOURS:
+            for fresh in FRESH_STARTS:
+                values = {
+                    "w_recency": str(wr),
+                    "w_frequency": str(wf),
+                    "w_importance": str(wi),
+                    "half_life_hours": str(half_life),
+                    "fresh_start": str(fresh),
+                }
+                label = (
+                    f"weights {wr:g}/{wf:g}/{wi:g}, half-life {half_life / 24:g} d, "
+                    f"fresh start {fresh:g}"
+                )
+                out.append((label, service.candidate_policy(app_name, values=values)))
+    return out
+
+
+def tune(
+    app_name: str,
+    days: int,
+    now: datetime,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Tuning:
+    start, end = service.check_window(app_name, days, now)
+    candidates = space(app_name)
+    replayed = service.replay(
+        app_name, start, end, now, [c for _, c in candidates], progress=progress
+    )
+    current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
+    base = current.snapshot()
+    cur_records, cur_tokens = _means(replayed.current)
+    scored = []
+    for (label, policy), days_ in zip(candidates, replayed.candidates, strict=True):
+        records, tokens = _means(days_)
+        if records > cur_records or tokens > cur_tokens:
+            continue  # more storage than the policy that ran
+        snapshot = policy.snapshot()
+        changes = {f: (base[f], v) for f, v in snapshot.items() if v != base[f]}
+        scored.append(Candidate(label, policy, changes, _total(days_), records, tokens))
+    scored.sort(key=lambda c: (c.totals.regret, c.totals.evictions, c.mean_tokens, c.label))
+    return Tuning(
+        app_name=app_name,
+        start=start,
+        end=end,
+        current=_total(replayed.current),
+        current_mean_records=cur_records,
+        current_mean_tokens=cur_tokens,
+        tried=len(candidates),
+        best=scored[:BEST],
+        exact=replayed.exactness.exact,
+    )
+
+
+def _total(days: list[DayStats]) -> DayStats:
+    out = DayStats()
+    for d in days:
+        out.add(d)
+    return out
+
+
+def _means(days: list[DayStats]) -> tuple[float, float]:
+    return (sum(d.records for d in days) / len(days), sum(d.tokens for d in days) / len(days))

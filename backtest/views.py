@@ -1,0 +1,48 @@
+"""The Policies page's backtest: start one (ops), watch its progress, read its report."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from memadmin.roles import OPS, check_role, viewer_required
+from records.selectors.apps import is_known_app
+
+from . import charts, runs, service
+from .forms import BacktestForm
+from .models import BacktestRun
+
+RUN_TEMPLATE = "backtest/run.html"
+
+
+@require_POST
+@viewer_required
+def start(request, app):
+    check_role(request, OPS)
+    if not is_known_app(app):
+        return render(request, "backtest/start.html", {"app": app, "form": None}, status=404)
+    form = BacktestForm(request.POST)
+    candidate = form.candidate(app) if form.is_valid() else None
+    if candidate is not None:
+        try:
+            run = runs.start(request.user, app, form.cleaned_data["days"], candidate)
+        except service.BacktestError as exc:
+            form.add_error("days", str(exc))
+        else:
+            return redirect(reverse("backtest:run", args=[run.pk]))
+    return render(request, "backtest/start.html", {"app": app, "form": form}, status=422)
+
+
+@require_GET
+@viewer_required
+def run(request, pk):
+    backtest = get_object_or_404(BacktestRun, pk=pk)
+    report = backtest.report or {}
+    context = {
+        "run": backtest,
+        "report": report,
+        "chart": charts.current_vs_candidate(report) if report else None,
+    }
+    name = f"{RUN_TEMPLATE}#run-main" if request.htmx else RUN_TEMPLATE
+    return render(request, name, context)

@@ -1,0 +1,156 @@
+"""The access history a backtest replays: what searches returned, what evictions removed.
+
+No content and no query text: a search keeps its app, user, time, the ids of the
+records it returned (the ones it touched) and keyed hashes of its terms, hashed as the
+regret check hashes them (``feedback.term_hash``). An evicted record keeps what the
+policy knew about it at eviction (created at, importance, pin, hits, last access, due
+date, slot) and the keyed hashes of its terms; its reason, tokens and policy version are
+on its ``EvictionEvent`` already. Both are subject data (``records.inventory``), kept
+``ACCESS_HISTORY_DAYS`` (``MEMADMIN_ACCESS_HISTORY_DAYS``), pruned daily, and counted by
+no metric.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+
+from . import feedback, search_text
+from .models import APP_NAME_MAX, USER_ID_MAX, MemoryRecord
+
+log = logging.getLogger(__name__)
+
+# The ids a search returns (store.SEARCH_LIMIT); more are not kept.
+KEPT_RESULTS = 10
+
+
+def retention() -> timedelta:
+    return timedelta(days=settings.MEMADMIN["ACCESS_HISTORY_DAYS"])
+
+
+class SearchLog(models.Model):
+    """One search: who, when, which record ids it returned, keyed hashes of its terms."""
+
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    searched_at = models.DateTimeField()
+    record_ids = models.JSONField(default=list)
+    term_hashes = models.JSONField(default=list)
+
+    class Meta:
+        app_label = "records"
+        indexes = [
+            models.Index(fields=["app_name", "searched_at"], name="searchlog_app_time"),
+            models.Index(fields=["searched_at"], name="searchlog_time"),
+            models.Index(fields=["app_name", "user_id"], name="searchlog_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"search {self.pk} at {self.searched_at:%Y-%m-%d %H:%M}"
+
+
+class EvictedRecord(models.Model):
+    """What the policy knew about a record when it was evicted: the part of the replay
+    its ``EvictionEvent`` (same ``record_id``) does not hold."""
+
+    record_id = models.BigIntegerField()
+    app_name = models.CharField(max_length=APP_NAME_MAX)
+    user_id = models.CharField(max_length=USER_ID_MAX)
+    evicted_at = models.DateTimeField()
+    created_at = models.DateTimeField()
+    last_accessed_at = models.DateTimeField()
+    hits = models.PositiveIntegerField(default=0)
+    importance = models.FloatField(default=0.0)  # as stored, before any past-due decay
+    pinned = models.BooleanField(default=False)
+    due_at = models.DateTimeField(null=True, blank=True)
+    slot = models.CharField(max_length=32, blank=True)
+    stated_at = models.DateTimeField(null=True, blank=True)
+    term_hashes = models.JSONField(default=list)
+
+    class Meta:
+        app_label = "records"
+        indexes = [
+            models.Index(fields=["app_name", "evicted_at"], name="evictedrecord_app_time"),
+            models.Index(fields=["evicted_at"], name="evictedrecord_time"),
+            models.Index(fields=["app_name", "user_id"], name="evictedrecord_user"),
+            models.Index(fields=["record_id"], name="evictedrecord_record"),
+        ]
+
+    def __str__(self) -> str:
+        return f"evicted record {self.record_id}"
+
+
+def query_hashes(query: str) -> list[str]:
+    """The keyed hashes of a query's terms, as the regret check computes them."""
+    return list(dict.fromkeys(feedback.term_hash(t) for t in search_text.query_words(query)))
+
+
+def note_search(
+    app_name: str, user_id: str, query: str, record_ids: Sequence[int], now: datetime
+) -> None:
+    """Keep one search. Never raises: a lost history row must not fail a user's turn."""
+    try:
+        SearchLog.objects.create(
+            app_name=app_name,
+            user_id=user_id,
+            searched_at=now,
+            record_ids=[int(i) for i in record_ids[:KEPT_RESULTS]],
+            term_hashes=query_hashes(query),
+        )
+    except Exception:
+        log.exception("search history write failed; search result unaffected")
+
+
+def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:
+    """Keep replay metadata of victims about to be deleted (caller holds the lock)."""
+    ids = [v.id for v in victims]
+    rows = []
+    for start in range(0, len(ids), 1000):
+        for r in MemoryRecord.objects.filter(id__in=ids[start : start + 1000]).only(
+            "id",
+            "user_id",
+            "content",
+            "created_at",
+            "last_accessed_at",
+            "hits",
+            "importance",
+            "pinned",
+            "due_at",
+            "slot",
+            "entry_timestamp",
+        ):
+            rows.append(
+                EvictedRecord(
+                    record_id=r.id,
+                    app_name=app_name,
+                    user_id=r.user_id,
+                    evicted_at=now,
+                    created_at=r.created_at,
+                    last_accessed_at=r.last_accessed_at,
+                    hits=r.hits,
+                    importance=r.importance,
+                    pinned=r.pinned,
+                    due_at=r.due_at,
+                    slot=r.slot or "",
+                    stated_at=r.entry_timestamp,
+                    term_hashes=record_hashes(r.content),
+                )
+            )
+    EvictedRecord.objects.bulk_create(rows, batch_size=1000)
+    return len(rows)
+
+
+def record_hashes(content: str) -> list[str]:
+    """The keyed hashes of a record's terms, as ``feedback.remember_evicted`` keeps them."""
+    return list(dict.fromkeys(feedback.term_hash(t) for t in feedback._terms(content)))
+
+
+def prune(now: datetime) -> int:
+    """Delete history older than the retention; returns rows deleted."""
+    cutoff = now - retention()
+    deleted = SearchLog.objects.filter(searched_at__lt=cutoff).delete()[0]
+    return deleted + EvictedRecord.objects.filter(evicted_at__lt=cutoff).delete()[0]

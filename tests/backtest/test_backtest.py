@@ -1,0 +1,154 @@
+"""manage.py backtest: replays what happened; the policy that ran reproduces it exactly."""
+
+import json
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from backtest import service
+from records.models import EvictionEvent
+
+from .history import APP, make_history
+
+pytestmark = pytest.mark.django_db
+
+
+def backtest(*args, end):
+    out = StringIO()
+    call_command("backtest", "--app", APP, "--until", end.isoformat(), *args, stdout=out)
+    return out.getvalue()
+
+
+def run(end, days=5, **values):
+    return service.run(APP, days, service.candidate_policy(APP, values=values), end)
+
+
+def test_replaying_the_policy_that_ran_reproduces_every_eviction():
+    end = make_history()
+    evicted = set(EvictionEvent.objects.values_list("record_id", flat=True))
+    reasons = set(EvictionEvent.objects.values_list("reason", flat=True))
+    assert len(evicted) > 10 and {"record_cap", "expired"} <= reasons
+
+    report = run(end)
+
+    e = report.exactness
+    assert (e.real, e.reproduced, e.extra, e.without_metadata) == (len(evicted), len(evicted), 0, 0)
+    assert e.exact
+    current, candidate = report.totals()
+    assert current == candidate  # the same policy twice
+    assert current.evictions == len(evicted)
+    assert current.lost == current.saved == 0
+
+
+def test_a_larger_cap_keeps_more_and_saves_the_searches_the_real_policy_regretted():
+    end = make_history()
+    report = run(end, max_records="50", ttl_days="30")
+
+    current, candidate = report.totals()
+    assert current.regret > 0  # searches for evicted topics
+    assert candidate.evictions == 0 and candidate.regret == 0
+    assert candidate.saved == current.regret
+    assert candidate.records > current.records and candidate.tokens > current.tokens
+    assert report.exactness.exact  # the current side does not depend on the candidate
+
+
+def test_a_smaller_cap_loses_records_searches_returned():
+    end = make_history()
+    report = run(end, max_records="1")
+    current, candidate = report.totals()
+    assert candidate.lost > 0
+    assert candidate.regret > current.regret
+    assert any(r.candidate.records < r.current.records for r in report.days)
+    assert all(r.candidate.records <= 2 for r in report.days)  # 1 per user
+
+
+def test_per_day_rows_cover_the_window_and_held_is_the_end_of_each_day():
+    end = make_history()
+    report = run(end, days=3)
+    assert [r.day for r in report.days] == [(end - timedelta(days=3 - i)).date() for i in range(3)]
+    assert all(0 < r.current.records <= 2 * 5 for r in report.days)
+    assert sum(r.current.searches for r in report.days) == report.totals()[0].searches
+
+
+def test_the_command_prints_a_table_writes_json_and_never_writes_to_the_database(tmp_path):
+    end = make_history()
+    path = tmp_path / "report.json"
+    with CaptureQueriesContext(connection) as queries:
+        out = backtest("--days", "5", "--preset", "article", "--json", str(path), end=end)
+    writes = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+    ]
+    assert writes == []
+    assert "Replay of the policy that ran: exact" in out
+    data = json.loads(path.read_text())
+    assert data["exact"] is True and data["candidate"]["w_frequency"] == 0.2
+    assert len(data["days"]) == 5
+    assert data["totals"]["current"]["evictions"] == EvictionEvent.objects.count()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "w_recency=0.9"], "Weights must sum to 1"),
+        (["--set", "half_life_hours=abc"], "half_life_hours: Enter a number."),
+        (["--set", "colour=blue"], "Unknown policy field(s): colour"),
+        (["--set", "max_records"], "--set takes field=value"),
+        (["--set", "ttl_days=99999999"], "TTL must be at most 36500 days"),
+    ],
+)
+def test_an_invalid_candidate_is_refused_with_the_policy_forms_message(args, message):
+    end = make_history(users=("u1",))
+    with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        backtest("--days", "3", *args, end=end)
+
+
+def test_an_unknown_app_is_refused_with_the_known_apps():
+    end = make_history(users=("u1",))
+    with pytest.raises(CommandError, match="shop"):
+        call_command("backtest", "--app", "shopp", "--days", "3", "--until", end.isoformat())
+
+
+def test_a_window_without_history_is_refused():
+    end = make_history(users=("u1",))
+    with pytest.raises(CommandError, match="No history for 'shop' in the last 2 days"):
+        backtest("--days", "2", end=end - timedelta(days=30))
+
+
+def test_a_window_longer_than_the_retention_is_refused(settings):
+    settings.MEMADMIN = {**settings.MEMADMIN, "ACCESS_HISTORY_DAYS": 30}
+    end = make_history(users=("u1",))
+    with pytest.raises(CommandError, match="keeps 30 days.*30 days or fewer"):
+        backtest("--days", "31", end=end)
+
+
+def test_a_policy_change_in_the_window_is_replayed_from_its_moment_and_reported():
+    from records.models import PolicyVersion
+    from records.policies import create_policy_row, update_policy
+
+    from .history import HOUR, T0, TOPICS, search, write
+
+    create_policy_row(APP)
+    update_policy(APP, {"max_records": 6, "ttl_days": 30})
+    PolicyVersion.objects.filter(app_name=APP).update(created_at=T0 - HOUR)
+    at = T0
+    for i, topic in enumerate(TOPICS):
+        at += 3 * HOUR
+        if i == 8:  # the cap tightens mid-way
+            update_policy(APP, {"max_records": 3})
+            PolicyVersion.objects.filter(app_name=APP, version=3).update(created_at=at)
+        write("u1", f"The customer ordered a {topic} number {i}", at)
+        search("u1", f"{topic} number", at + HOUR)
+    end = at + 2 * HOUR
+
+    report = run(end, days=1)  # starts after 6 writes: their state at the start is rebuilt
+
+    assert report.exactness.exact and report.exactness.real > 3
+    assert [v for _, v in report.policy_changes] == [3]
+    current, candidate = report.totals()  # the candidate keeps 3 from the start
+    assert candidate.lost > 0 and candidate.regret > current.regret

@@ -1,0 +1,78 @@
+"""The pure replay, on a fixed clock."""
+
+from datetime import UTC, datetime, timedelta
+
+from backtest.replay import RecordHistory, Schedule, Search, _state_at, explained, replay_user
+from records import policy as pure
+
+T0 = datetime(2026, 5, 1, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+END = T0 + timedelta(days=2)
+PARAMS = pure.PolicyParams(max_records=2)
+SCHEDULE = Schedule.fixed(PARAMS)
+
+
+def written(i, at, *, last=None, hits=0, removed_at=None, reason=""):
+    return RecordHistory(
+        id=i,
+        created_at=at,
+        importance=0.1 * i,
+        pinned=False,
+        tokens=10,
+        hits=hits,
+        last_accessed_at=last or pure.fresh_last_accessed(at, PARAMS),
+        known_at=removed_at or END,
+        removed_at=removed_at,
+        removed_reason=reason,
+    )
+
+
+def test_a_record_no_logged_touch_explains_is_replayed_as_it_stands():
+    fresh = written(1, T0)
+    touched = written(2, T0, last=T0 + HOUR, hits=1)
+    loaded = written(3, T0, last=T0 - timedelta(days=40), hits=7)  # straight into the database
+    search = Search(T0 + HOUR, (2,), frozenset())
+    marks = {r.id: r.as_it_stands for r in explained([fresh, touched, loaded], [search], SCHEDULE)}
+    assert marks == {1: False, 2: False, 3: True}
+
+
+def test_writes_through_the_services_are_enforced_and_loaded_records_are_not():
+    records = [written(i, T0 + i * HOUR) for i in range(1, 5)]
+    ran = replay_user(explained(records, [], SCHEDULE), [], SCHEDULE, T0, END)
+    assert sorted(ran.evicted) == [1, 2]  # the two least important, as the cap is met
+    assert ran.days[0].records == 2 and ran.days[0].evictions == 2
+
+    loaded = [written(i, T0 + i * HOUR, last=T0 - timedelta(days=9), hits=3) for i in range(1, 5)]
+    ran = replay_user(explained(loaded, [], SCHEDULE), [], SCHEDULE, T0, END)
+    assert ran.evicted == {} and ran.days[-1].records == 4  # never enforced in reality
+
+
+def test_the_state_at_the_start_takes_later_touches_back_off():
+    # Written before the window, touched once before it and twice inside it.
+    before, inside = T0 - 3 * HOUR, [T0 + HOUR, T0 + 2 * HOUR]
+    record = written(1, T0 - 5 * HOUR, last=inside[-1], hits=3)
+    state = _state_at(record, T0, [before, *inside], SCHEDULE)
+    assert (state.hits, state.last_accessed_at) == (1, before)
+
+
+def test_regret_lost_and_saved_are_counted_per_search():
+    terms = frozenset({"h1", "h2"})
+    gone = RecordHistory(
+        id=9,
+        created_at=T0 + HOUR,
+        importance=0.9,
+        pinned=False,
+        tokens=10,
+        hits=0,
+        last_accessed_at=T0 + HOUR,
+        known_at=T0 + 5 * HOUR,
+        removed_at=T0 + 5 * HOUR,
+        removed_reason=pure.RECORD_CAP,
+        term_hashes=terms,
+    )
+    found = Search(T0 + 6 * HOUR, (), terms)
+    ran = replay_user([gone], [found], Schedule.fixed(pure.PolicyParams(max_records=5)), T0, END)
+    assert (ran.days[0].regret, ran.days[0].saved) == (0, 1)  # kept: the search found it
+    tight = Schedule.fixed(pure.PolicyParams(max_records=1, ttl=timedelta(hours=2)))
+    ran = replay_user([gone], [found], tight, T0, END)
+    assert (ran.days[0].regret, ran.days[0].saved, ran.days[0].lost) == (1, 0, 0)
