@@ -13,7 +13,6 @@ policy changes in its window (``PolicyMark``), so ops see what a change did.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime

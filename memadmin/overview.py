@@ -1,27 +1,35 @@
-"""The overview: the numbers to measure first, and the charts."""
+"""The overview: the numbers to measure first, and the charts.
+
+A project-level page: it composes the memory domain's figures (records) with the
+sweeper's daily roll-ups, so neither app imports the other's internals.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 
 from memadmin import charts
 from memadmin.roles import viewer_required
-
-from ..models import Policy
-from ..selectors import (
+from records.forms import POLICY_LABELS
+from records.models import Policy
+from records.selectors import (
     Spread,
     app_session_counts,
-    daily_rollups,
     evictions_per_day,
+    first_counted_day,
+    forgetting_rates,
     growth_per_week,
     per_user_histogram,
+    policy_changes,
     session_event_spread,
     user_spread,
     users_pinned_over_cap,
 )
-from .common import render_page
+from records.views.common import render_page
+from sweeper.selectors import size_history
 
 EVICTION_DAYS = 30
 GROWTH_WEEKS = 12
@@ -87,23 +95,46 @@ def overview(request):
 def _charts(now, app: AppFigures | None) -> dict:
     if app is None:
         return {"app_figures": None}
-    evictions = evictions_per_day(now, days=EVICTION_DAYS, app_name=app.app_name)
-    rollups = daily_rollups(now, app.app_name, days=EVICTION_DAYS)
-    growth = growth_per_week(now, weeks=GROWTH_WEEKS, app_name=app.app_name)
-    added = [n for _, n in growth]
+    name = app.app_name
+    evictions = evictions_per_day(now, days=EVICTION_DAYS, app_name=name)
+    rates = forgetting_rates(now, name, days=EVICTION_DAYS)
+    sizes = size_history(now, name, days=EVICTION_DAYS)
+    growth = growth_per_week(now, weeks=GROWTH_WEEKS, app_name=name)
+    window = _Window(
+        evictions["days"],
+        _data_since(evictions, first_counted_day(name), sizes.first_measured()),
+    )
+    growth = [(w, n) for w, n in growth if window.since is None or w > window.since - WEEK]
+    marks = _policy_marks(name, window.start(now))
     out = {
         "app_figures": app,
         "eviction_days": EVICTION_DAYS,
-        "evictions_chart": charts.evictions_per_day(evictions["days"], evictions["series"]),
+        "window": window,
+        "evictions_chart": charts.evictions_per_day(
+            window.cut(evictions["days"]),
+            {r: window.cut(counts) for r, counts in evictions["series"].items()},
+            marks,
+        ),
         "evictions_total": sum(sum(v) for v in evictions["series"].values()),
+        "forgetting_chart": charts.forgetting_rates(
+            window.cut(rates.days),
+            window.cut(rates.regret_per_1000_searches),
+            window.cut(rates.corrections_per_1000_sessions),
+            {k: window.cut(v) for k, v in rates.counts.items()},
+            marks,
+        ),
+        "forgetting_totals": {k: sum(v) for k, v in rates.counts.items()},
+        "sizes_chart": charts.sizes_against_caps(
+            window.cut(sizes.days),
+            {c: {s: window.cut(v) for s, v in stats.items()} for c, stats in sizes.sizes.items()},
+            {c: window.cut(v) for c, v in sizes.caps.items()},
+            marks,
+        ),
         "growth": growth,
         "growth_weeks": GROWTH_WEEKS,
-        "rollups": rollups,
-        "forgot_chart": charts.forgot_and_regret(
-            rollups.days, rollups.forgot_rate, rollups.regret_hits
+        "added_chart": charts.records_added_per_week(
+            [w for w, _ in growth], [n for _, n in growth], marks
         ),
-        "sweeps_chart": charts.sweeps_per_day(rollups.days, rollups.sweeps_run),
-        "added_chart": charts.records_added_per_week([w for w, _ in growth], added),
         "records_chart": None,
         "tokens_chart": None,
     }
@@ -112,8 +143,54 @@ def _charts(now, app: AppFigures | None) -> dict:
             ("records", app.max_records, app.records),
             ("tokens", app.max_tokens, app.tokens),
         ):
-            buckets = per_user_histogram(
-                app.app_name, column, upper=max(spread.max, cap * 1.1), bins=30
-            )
+            buckets = per_user_histogram(name, column, upper=max(spread.max, cap * 1.1), bins=30)
             out[f"{column}_chart"] = charts.per_user_against_cap(buckets, cap, what=column)
     return out
+
+
+WEEK = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The days the time charts show: the last EVICTION_DAYS, cut to start where the
+    app's data starts, so half a chart is never the absence of the system."""
+
+    days: list[date]
+    since: date | None  # the first day with data, when it is inside the window
+
+    def cut(self, values: list) -> list:
+        if self.since is None:
+            return values
+        return values[self.days.index(self.since) :]
+
+    def start(self, now: datetime) -> datetime:
+        first = self.since or self.days[0]
+        return datetime.combine(first, time.min, tzinfo=now.tzinfo)
+
+
+def _data_since(evictions: dict, *firsts: date | None) -> date | None:
+    """The first day with any data in the window; None when the whole window has some
+    (or none has: then every chart says so itself)."""
+    days = evictions["days"]
+    evicted = [days[i] for i in range(len(days)) if any(s[i] for s in evictions["series"].values())]
+    candidates = [d for d in (*firsts, *evicted[:1]) if d is not None]
+    if not candidates:
+        return None
+    first = max(min(candidates), days[0])
+    return first if first > days[0] else None
+
+
+def _policy_marks(app_name: str, since: datetime) -> list[charts.PolicyMark]:
+    return [
+        charts.PolicyMark(
+            at=change.at,
+            version=change.version,
+            summary="; ".join(
+                f"{POLICY_LABELS.get(f, f)} {before} → {after}"
+                for f, before, after in change.changes
+            )
+            or "no value changed",
+        )
+        for change in policy_changes(app_name, since)
+    ]

@@ -1,4 +1,8 @@
-"""The overview: the article's first measurements and the charts, in constant queries."""
+"""The overview: the article's first measurements and the charts, in constant queries.
+
+Each chart states the question it answers, counts sit on integer axes, rates name their
+denominators, policy changes are marked on every time axis, and the window starts where
+the data does."""
 
 import json
 import re
@@ -48,10 +52,18 @@ def test_overview_shows_spreads_against_caps_and_draws_charts(login):
     records_chart = figure(response, "records-figure")
     assert records_chart["layout"]["shapes"][0]["x0"] == 100  # the cap line
     assert sum(records_chart["data"][0]["y"]) == 3  # every user in some bucket
+    assert records_chart["layout"]["yaxis"]["dtick"] == 1  # 3 users: no tick at half a user
     evictions = figure(response, "evictions-figure")
     assert [trace["name"] for trace in evictions["data"]] == ["record cap"]
+    assert evictions["layout"]["showlegend"] is True  # a legend even for a single reason
     assert "erasure" not in json.dumps(evictions)
     content = response.content.decode()
+    for question in (
+        "How many records does each user keep?",
+        "How many tokens does each user keep?",
+        "Why were records evicted, day by day?",
+    ):
+        assert question in content
     assert 'data-figure="tokens-figure"' in content
     assert "vendor/plotly.min.js" in content and "js/charts.js" in content
 
@@ -119,44 +131,117 @@ def test_overview_query_count_does_not_grow_with_users(login):
     assert count() == small
 
 
-def test_rollup_charts_show_the_forgot_rate_regret_hits_sweeps_and_weekly_growth(login):
+def test_forgetting_is_drawn_as_rates_over_their_denominators(login):
     now = timezone.now()
     make_records("pharmacy", "a", 3)
     yesterday = now - timedelta(days=1)
     for _ in range(4):
         feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, yesterday)
-    feedback.bump("pharmacy", feedback.RECORDS_ADDED, yesterday, 7)
+    feedback.bump("pharmacy", feedback.SEARCHES, yesterday, 40)
     feedback.bump("pharmacy", feedback.REGRET_HITS, yesterday, 2)
     feedback.report_correction("pharmacy", "a", yesterday)
+    feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, now - timedelta(days=5))
     feedback.bump("travel", feedback.REGRET_HITS, yesterday, 50)  # another app: not drawn
-    rollup_day(yesterday.date(), now)
-    rollup_day(now.date(), now)
-    # a figure another process might roll up one day: never drawn in these charts
-    DailyMetric.objects.create(day=now.date(), app_name="pharmacy", name="erasures", value=9)
 
     response = login("ops").get(reverse("records:overview"), {"app": "pharmacy"})
     assert response.status_code == 200
-    forgot = figure(response, "forgot-figure")
-    regret, rate = forgot["data"]
-    assert regret["y"][-2:] == [2, 0] and rate["y"][-2:] == [250.0, None]
-    assert regret["y"][0] is None  # a day without a roll-up is a gap, not a zero
-    sweeps = figure(response, "sweeps-figure")
-    assert sweeps["data"][0]["y"][-2:] == [0, 0]
+    regret, corrections = figure(response, "forgetting-figure")["data"]
+    assert regret["name"] == "regret hits per 1,000 searches"
+    assert corrections["name"] == "corrections per 1,000 sessions"
+    # 2 hits in 40 searches; 1 correction in 4 sessions; today has neither: a gap
+    assert regret["y"][-2:] == [50.0, None] and corrections["y"][-2:] == [250.0, None]
+    assert regret["customdata"][-2] == [2, 40] and corrections["customdata"][-2] == [1, 4]
+    assert regret["y"][0] is None  # sessions but no searches that day: no regret rate
+    assert corrections["y"][0] == 0.0
+    content = response.content.decode()
+    assert "(2 of 40 searches)" in content and "(1 in 5 sessions)" in content
+    assert "Did eviction forget something people needed?" in content
+
+
+def test_time_charts_start_where_the_data_does_and_say_so(login):
+    now = timezone.now()
+    make_records("pharmacy", "a", 3)
+    start = now - timedelta(days=3)
+    feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, start)
+    feedback.bump("pharmacy", feedback.SEARCHES, now)
+    make_eviction("expired", now - timedelta(days=1), app="pharmacy")
+    response = login("ops").get(reverse("records:overview"))
+    evictions = figure(response, "evictions-figure")
+    assert evictions["data"][0]["x"][0] == start.date().isoformat()
+    assert len(evictions["data"][0]["x"]) == 4  # three days ago to today, not 30 days
+    assert len(figure(response, "forgetting-figure")["data"][0]["x"]) == 4
+    content = response.content.decode()
+    assert f"The pharmacy data starts on {start.date():%Y-%m-%d}" in content
+    assert f"since {start.date():%Y-%m-%d}" in content
+
+
+def test_a_full_window_of_data_is_not_cut(login):
+    now = timezone.now()
+    make_records("pharmacy", "a", 3)
+    feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, now - timedelta(days=90))
+    make_eviction("expired", now, app="pharmacy")
+    response = login("ops").get(reverse("records:overview"))
+    assert len(figure(response, "evictions-figure")["data"][0]["x"]) == 30
+    assert "data starts on" not in response.content.decode()
+
+
+def test_policy_changes_are_marked_on_every_time_axis(login):
+    now = timezone.now()
+    make_records("pharmacy", "a", 3)
+    policy_for("pharmacy")  # v1: the defaults, a start rather than a change
+    update_policy("pharmacy", {"max_records": 300})
+    feedback.bump("pharmacy", feedback.SEARCHES, now, 10)
+    feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, now - timedelta(days=40), 1)
+    feedback.bump("pharmacy", feedback.RECORDS_ADDED, now, 3)
+    make_eviction("record_cap", now, app="pharmacy")
+    rollup_day(now.date(), now)
+    response = login("ops").get(reverse("records:overview"))
+    for element in ("evictions-figure", "forgetting-figure", "sizes-figure", "growth-figure"):
+        layout = figure(response, element)["layout"]
+        marks = [a for a in layout["annotations"] if a["text"].startswith("policy")]
+        assert [m["text"] for m in marks] == ["policy v2"], element
+        assert marks[0]["hovertext"] == "policy v2: Max records per user 500 → 300"
+        assert any(s["line"]["dash"] == "dot" for s in layout["shapes"]), element
+
+
+def test_sizes_over_time_stand_against_the_caps_in_force(login):
+    now = timezone.now()
+    update_policy("pharmacy", {"max_records": 100, "max_tokens": 5000})
+    make_records("pharmacy", "a", 10)
+    make_records("pharmacy", "b", 30)
+    rollup_day(now.date(), now)
+    # a figure another process might roll up one day: never drawn in these charts
+    DailyMetric.objects.create(day=now.date(), app_name="pharmacy", name="erasures", value=9)
+    response = login("ops").get(reverse("records:overview"), {"app": "pharmacy"})
+    sizes = figure(response, "sizes-figure")
+    by_name = {(t["name"], t.get("yaxis", "y")): t for t in sizes["data"]}
+    assert by_name["largest user", "y"]["y"][-1] == 30
+    assert by_name["median user", "y"]["y"][-1] == 20
+    assert by_name["cap", "y"]["y"][-1] == 100 and by_name["cap", "y2"]["y"][-1] == 5000
+    assert by_name["largest user", "y2"]["y"][-1] == 300  # 30 records of 10 tokens
+    assert "erasure" not in json.dumps(sizes)
+    content = response.content.decode()
+    assert "Are users staying under the caps?" in content
+    assert "Sweeps run per day" not in content
+
+
+def test_weekly_growth_has_an_integer_axis(login):
+    now = timezone.now()
+    make_records("pharmacy", "a", 3)
+    feedback.bump("pharmacy", feedback.RECORDS_ADDED, now, 7)
+    response = login("ops").get(reverse("records:overview"))
     growth = figure(response, "growth-figure")
     assert sum(v for v in growth["data"][0]["y"] if v) == 7
-    content = response.content.decode()
-    assert "erasure" not in json.dumps([forgot, sweeps, growth])
-    assert "No daily roll-ups" not in content
-    assert "Eviction only" in content  # the live eviction chart stays
+    assert growth["layout"]["yaxis"]["dtick"] == 2 and growth["layout"]["yaxis"]["tick0"] == 0
 
 
-def test_without_rollups_the_overview_says_so_plainly(login):
+def test_without_rollups_or_counters_the_overview_says_so_plainly(login):
     make_records("pharmacy", "a", 3)
     response = login("support").get(reverse("records:overview"))
     content = response.content.decode()
-    for element in ("forgot-figure", "sweeps-figure", "growth-figure"):
+    for element in ("forgetting-figure", "sizes-figure", "growth-figure"):
         assert f'id="{element}"' not in content
-    assert "No daily roll-ups in the last 30 days yet, so no forgot-something rate" in content
-    assert "No daily roll-ups in the last 30 days yet, so no sweep counts" in content
+    assert "No searches and no ingested sessions in the last 30 days" in content
+    assert "No daily roll-ups in this window yet, so no sizes over time" in content
     assert "No records added in the last 12 weeks" in content  # made directly, not ingested
     assert 'id="records-figure"' in content  # the live charts are still there
