@@ -92,6 +92,13 @@ def _iso(days: Sequence[date]) -> list[str]:
     return [d.isoformat() for d in days]
 
 
+def _label_above(fig: go.Figure, x, text: str, **style) -> None:
+    """A label at ``x`` in the top margin, above the plotting area: never over a bar."""
+    fig.add_annotation(
+        x=x, xref="x", y=1, yref="paper", yanchor="bottom", showarrow=False, text=text, **style
+    )
+
+
 def _mark_policy_changes(fig: go.Figure, marks: Sequence[PolicyMark], **where) -> None:
     """A dotted line at each policy change, labelled with its version above the plot;
     hovering the label says what changed."""
@@ -103,14 +110,10 @@ def _mark_policy_changes(fig: go.Figure, marks: Sequence[PolicyMark], **where) -
             line_width=1,
             **where,
         )
-        fig.add_annotation(
-            x=mark.at.isoformat(),
-            xref="x",
-            y=1,
-            yref="paper",
-            yanchor="bottom",
-            showarrow=False,
-            text=f"policy v{mark.version}",
+        _label_above(
+            fig,
+            mark.at.isoformat(),
+            f"policy v{mark.version}",
             hovertext=f"policy v{mark.version}: {mark.summary}",
             font={"size": 10, "color": POLICY},
         )
@@ -170,17 +173,7 @@ def per_user_against_cap(
         showlegend=False,
     )
     fig.add_vline(x=cap, line_color=CAP, line_dash="dash", line_width=2)
-    # The label sits in the top margin, above the plotting area: never over a bar.
-    fig.add_annotation(
-        x=cap,
-        xref="x",
-        y=1,
-        yref="paper",
-        yanchor="bottom",
-        showarrow=False,
-        text=f"cap {cap:,}",
-        font={"color": CAP},
-    )
+    _label_above(fig, cap, f"cap {cap:,}", font={"color": CAP})
     _layout(fig, x_title=f"{what} per user", y_title="users")
     fig.update_layout(
         yaxis=count_axis(max(users for *_, users in buckets)),
@@ -206,32 +199,24 @@ def forgetting_rates(
         return None
     x = _iso(days)
     fig = go.Figure()
-    fig.add_scatter(
-        x=x,
-        y=list(regret_per_1000_searches),
-        name="regret hits per 1,000 searches",
-        mode="lines+markers",
-        line={"color": REGRET, "width": 2},
-        connectgaps=False,
-        customdata=list(zip(counts["regret_hits"], counts["searches"], strict=True)),
-        hovertemplate=(
-            "%{x}: %{y:.1f} per 1,000 searches "
-            "(%{customdata[0]:,d} of %{customdata[1]:,d})<extra></extra>"
-        ),
-    )
-    fig.add_scatter(
-        x=x,
-        y=list(corrections_per_1000_sessions),
-        name="corrections per 1,000 sessions",
-        mode="lines+markers",
-        line={"color": FORGOT, "width": 2},
-        connectgaps=False,
-        customdata=list(zip(counts["corrections"], counts["sessions"], strict=True)),
-        hovertemplate=(
-            "%{x}: %{y:.1f} per 1,000 sessions "
-            "(%{customdata[0]:,d} in %{customdata[1]:,d})<extra></extra>"
-        ),
-    )
+    # (rate, its name, colour, the counts behind it, the word between them in the hover)
+    for rate, what, colour, (part, whole), joint in (
+        (regret_per_1000_searches, "regret hits", REGRET, ("regret_hits", "searches"), "of"),
+        (corrections_per_1000_sessions, "corrections", FORGOT, ("corrections", "sessions"), "in"),
+    ):
+        fig.add_scatter(
+            x=x,
+            y=list(rate),
+            name=f"{what} per 1,000 {whole}",
+            mode="lines+markers",
+            line={"color": colour, "width": 2},
+            connectgaps=False,
+            customdata=list(zip(counts[part], counts[whole], strict=True)),
+            hovertemplate=(
+                f"%{{x}}: %{{y:.1f}} per 1,000 {whole} "
+                f"(%{{customdata[0]:,d}} {joint} %{{customdata[1]:,d}})<extra></extra>"
+            ),
+        )
     _layout(fig, x_title="day", y_title="per 1,000")
     fig.update_layout(showlegend=True, yaxis={"rangemode": "tozero"}, margin={"t": 64})
     _mark_policy_changes(fig, marks)
