@@ -105,7 +105,11 @@ def _charts(now, app: AppFigures | None) -> dict:
         _data_since(evictions, first_counted_day(name), sizes.first_measured()),
     )
     growth = [(w, n) for w, n in growth if window.since is None or w > window.since - WEEK]
-    marks = _policy_marks(name, window.start(now))
+    # Each chart marks the changes inside its own span (a mark outside would stretch it).
+    growth_start = datetime.combine(growth[0][0], time.min, tzinfo=now.tzinfo)
+    growth_marks = _policy_marks(name, min(growth_start, window.start(now)))
+    marks = [m for m in growth_marks if m.at >= window.start(now)]
+    growth_marks = [m for m in growth_marks if m.at >= growth_start]
     out = {
         "app_figures": app,
         "eviction_days": EVICTION_DAYS,
@@ -133,7 +137,7 @@ def _charts(now, app: AppFigures | None) -> dict:
         "growth": growth,
         "growth_weeks": GROWTH_WEEKS,
         "added_chart": charts.records_added_per_week(
-            [w for w, _ in growth], [n for _, n in growth], marks
+            [w for w, _ in growth], [n for _, n in growth], growth_marks
         ),
         "records_chart": None,
         "tokens_chart": None,

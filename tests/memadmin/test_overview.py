@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from records import feedback
+from records.models import PolicyVersion
 from records.policies import policy_for, update_policy
 from sweeper.metrics import rollup_day
 from sweeper.models import DailyMetric
@@ -202,6 +203,23 @@ def test_policy_changes_are_marked_on_every_time_axis(login):
         assert [m["text"] for m in marks] == ["policy v2"], element
         assert marks[0]["hovertext"] == "policy v2: Max records per user 500 → 300"
         assert any(s["line"]["dash"] == "dot" for s in layout["shapes"]), element
+
+
+def test_each_chart_marks_the_changes_inside_its_own_span(login):
+    now = timezone.now()
+    make_records("pharmacy", "a", 3)
+    update_policy("pharmacy", {"max_records": 300})
+    PolicyVersion.objects.filter(app_name="pharmacy", version=2).update(
+        created_at=now - timedelta(days=50)
+    )
+    feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, now - timedelta(days=90))
+    feedback.bump("pharmacy", feedback.RECORDS_ADDED, now, 3)
+    make_eviction("record_cap", now, app="pharmacy")
+    response = login("ops").get(reverse("records:overview"))
+    growth = figure(response, "growth-figure")["layout"]  # twelve weeks: inside
+    assert [a["text"] for a in growth["annotations"]] == ["policy v2"]
+    evictions = figure(response, "evictions-figure")["layout"]  # thirty days: outside
+    assert "annotations" not in evictions and "shapes" not in evictions
 
 
 def test_sizes_over_time_stand_against_the_caps_in_force(login):
