@@ -65,12 +65,19 @@ def figure_data(fig: go.Figure) -> dict:
     return json.loads(fig.to_json())
 
 
+# The top margin holds, from the plot up: the labels of policy changes and of the cap
+# (one line), then the legend.
+TOP, BOTTOM, LABEL_ROW = 64, 48, 18
+
+
 def _layout(fig: go.Figure, *, x_title: str, y_title: str, height: int = 300) -> None:
+    plot_height = height - TOP - BOTTOM
     fig.update_layout(
         template="plotly_white",
         height=height,
-        margin={"l": 56, "r": 16, "t": 40, "b": 48},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        margin={"l": 64, "r": 16, "t": TOP, "b": BOTTOM},
+        # above the labels' row, so a policy change near the left never hides under it
+        legend={"orientation": "h", "y": 1 + LABEL_ROW / plot_height, "yanchor": "bottom", "x": 0},
         xaxis_title=x_title,
         yaxis_title=y_title,
         bargap=0.1,
@@ -143,7 +150,7 @@ def evictions_per_day(
     daily_totals = [sum(day) for day in zip(*series.values(), strict=True)]
     fig.update_layout(barmode="stack", showlegend=True)
     _layout(fig, x_title="day", y_title="records evicted")
-    fig.update_layout(yaxis=count_axis(max(daily_totals)), margin={"t": 64})
+    fig.update_layout(yaxis=count_axis(max(daily_totals)))
     _mark_policy_changes(fig, marks)
     return figure_data(fig)
 
@@ -218,7 +225,7 @@ def forgetting_rates(
             ),
         )
     _layout(fig, x_title="day", y_title="per 1,000")
-    fig.update_layout(showlegend=True, yaxis={"rangemode": "tozero"}, margin={"t": 64})
+    fig.update_layout(showlegend=True, yaxis={"rangemode": "tozero"})
     _mark_policy_changes(fig, marks)
     return figure_data(fig)
 
@@ -243,7 +250,6 @@ def sizes_against_caps(
         cols=1,
         shared_xaxes=True,
         vertical_spacing=0.08,
-        subplot_titles=("records per user", "tokens per user"),
     )
     for row, column in enumerate(("records", "tokens"), start=1):
         for stat, label, colour in SIZE_LINES:
@@ -273,9 +279,11 @@ def sizes_against_caps(
             row=row,
             col=1,
         )
-        fig.update_yaxes(rangemode="tozero", tickformat=",d", row=row, col=1)
-    _layout(fig, x_title="", y_title="", height=460)
-    fig.update_layout(showlegend=True, margin={"t": 72})
+        fig.update_yaxes(
+            title_text=f"{column} per user", rangemode="tozero", tickformat=",d", row=row, col=1
+        )
+    _layout(fig, x_title="", y_title="records per user", height=460)
+    fig.update_layout(showlegend=True)
     fig.update_xaxes(title_text="day", row=2, col=1)
     _mark_policy_changes(fig, marks, row="all", col=1)
     return figure_data(fig)
@@ -297,6 +305,6 @@ def records_added_per_week(
         hovertemplate="week of %{x}: %{y:,d} records added<extra></extra>",
     )
     _layout(fig, x_title="week of", y_title="records added")
-    fig.update_layout(yaxis=count_axis(max(v or 0 for v in added)), margin={"t": 48})
+    fig.update_layout(yaxis=count_axis(max(v or 0 for v in added)))
     _mark_policy_changes(fig, marks)
     return figure_data(fig)
