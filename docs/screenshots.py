@@ -83,8 +83,8 @@ def shoot(base: str, password: str) -> None:
             "records-figure",
             "tokens-figure",
             "evictions-figure",
-            "forgot-figure",
-            "sweeps-figure",
+            "sizes-figure",
+            "forgetting-figure",
             "growth-figure",
         ):
             expect(page.locator(f'[data-figure="{figure}"] svg.main-svg').first).to_be_visible()

@@ -21,7 +21,7 @@ from records import erasure
 from records.inventory import SUBJECT_STORES
 from records.selectors.apps import known_apps
 
-from . import signing
+from . import display, signing
 from .forms import ErasureForm, PasswordCheckForm
 from .models import ErasureRequest as Request
 from .models import ErasureStatus
@@ -115,12 +115,13 @@ def detail(request, pk: int):
     for label in STORE_LABELS:
         p = req.progress.get(label, {})
         v = req.verification.get(label, {})
-        rows.append({"label": label, **p, "remaining": v.get("remaining")})
+        name = display.store_name(label)
+        rows.append({"label": label, "name": name, **p, "remaining": v.get("remaining")})
     context = {
         "req": req,
         "rows": rows,
         "total": sum(p.get("deleted", 0) for p in req.progress.values()),
-        "audit": req.audit.all(),
+        "audit": [(e, display.describe(e.action, e.detail)) for e in req.audit.all()],
         "search_index": req.verification.get(erasure.SEARCH_INDEX),
     }
     template = "erasure/detail.html#progress" if request.htmx else "erasure/detail.html"

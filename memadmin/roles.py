@@ -78,8 +78,12 @@ def viewer_required(view):
 def roles_context(request) -> dict:
     user = getattr(request, "user", None)
     roles = user_roles(user) if user is not None else frozenset()
+    named = ", ".join(sorted(roles))
     return {
         "user_roles": roles,
+        # The header's "name · roles", with the roles only when they add something: the
+        # role accounts are named after their role, and "support · support" says it twice.
+        "roles_label": named if named != getattr(user, "get_username", str)() else "",
         "is_support": SUPPORT in roles,
         "is_ops": OPS in roles,
         "is_compliance": COMPLIANCE in roles,

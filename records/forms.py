@@ -181,8 +181,24 @@ class SessionFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search")
 
 
+RULE_SCOPES = [("all", "Every app"), ("app", "One app (name it below)")]
+
+
 class RuleForm(forms.ModelForm):
-    """An importance rule; validation is ImportanceRule.clean() (each problem at its field)."""
+    """An importance rule; validation is ImportanceRule.clean() (each problem at its field).
+
+    Its scope is an explicit choice, never pre-selected for a new rule: a rule scoped to
+    one app by accident (the app being viewed) would silently skip every other app.
+    """
+
+    scope = forms.ChoiceField(
+        choices=RULE_SCOPES,
+        label="Applies to",
+        widget=forms.RadioSelect,
+        error_messages={"required": "Choose whether the rule applies to every app or one app."},
+        help_text="An app's own rule wins over an every-app rule of the same name.",
+    )
+    field_order = ["scope", "app_name"]
 
     importance = forms.FloatField(
         required=False,
@@ -222,7 +238,7 @@ class RuleForm(forms.ModelForm):
             "enabled": "Enabled",
         }
         help_texts = {
-            "app_name": "Blank: every app. An app's own rule wins over an all-apps rule.",
+            "app_name": "The app, when the rule applies to one app only.",
             "name": "A shipped default's name replaces that default.",
             "pattern": "Regular expression for RE2, case-insensitive: Python's syntax "
             "without backreferences or lookaround, matched in time linear in the text. "
@@ -235,10 +251,23 @@ class RuleForm(forms.ModelForm):
             "pattern": forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
         }
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:  # an existing rule: its own scope, shown as it is
+            self.fields["scope"].initial = "app" if self.instance.app_name else "all"
+
     def clean_app_name(self):
         return (self.cleaned_data.get("app_name") or "").strip()
 
     def clean(self):
+        scope, app = self.cleaned_data.get("scope"), self.cleaned_data.get("app_name", "")
+        if scope == "app" and not app and "app_name" not in self.errors:
+            self.add_error("app_name", "Name the app this rule is for, or choose every app.")
+        elif scope == "all" and app:
+            self.add_error(
+                "app_name",
+                f"Every app was chosen, yet {app!r} is named: clear it or choose one app.",
+            )
         data = super().clean()
         name, app = data.get("name"), data.get("app_name", "")
         if (

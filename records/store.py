@@ -680,11 +680,12 @@ def _microseconds(stored: str) -> int:
 
 
 def note_regret(app_name: str, user_id: str, query: str, now: datetime) -> bool:
-    """Count a regret hit if the query matches a recently evicted record. Never raises."""
+    """Count the search, and a regret hit if the query matches a recently evicted record
+    (the searches are the regret rate's denominator). Never raises."""
     try:
-        if feedback.is_regret(app_name, user_id, query_terms(query), now):
-            feedback.bump(app_name, feedback.REGRET_HITS, now)
-            return True
+        regret = feedback.is_regret(app_name, user_id, query_terms(query), now)
+        feedback.bump_many(app_name, {feedback.SEARCHES: 1, feedback.REGRET_HITS: int(regret)}, now)
+        return regret
     except Exception:
         log.exception("regret check failed; search result unaffected")
     return False

@@ -9,7 +9,6 @@ app_name = "records"
 USER = "users/<str:app>/<path:user>/"
 
 urlpatterns = [
-    path("overview/", views.overview, name="overview"),
     path("users/", views.users, name="users"),
     path(USER + "records/<int:pk>/pin/", views.pin, name="pin"),
     path(USER + "records/<int:pk>/unpin/", views.unpin, name="unpin"),

@@ -6,13 +6,23 @@ Every function runs a fixed number of queries, whatever the number of runs or en
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q, Sum
 
 from records.models import MemoryRecord
 
-from .models import ApplyStatus, EntryKind, ItemStatus, PlanEntry, Run, RunKind, RunStatus
+from .models import (
+    ApplyStatus,
+    DailyMetric,
+    EntryKind,
+    ItemStatus,
+    PlanEntry,
+    Run,
+    RunKind,
+    RunStatus,
+)
 
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
@@ -238,3 +248,47 @@ def last_run_durations() -> dict[str, float]:
         if run:
             durations[kind.value] = (run["finished_at"] - run["started_at"]).total_seconds()
     return durations
+
+
+# --- per-user sizes over time (the daily roll-ups' snapshots) ----------------------------
+
+
+@dataclass(frozen=True)
+class SizeHistory:
+    """Per day, for one app: records and tokens per user (p50, p99, max) and the caps in
+    force, as the roll-up measured them that day. None: no measurement that day."""
+
+    days: list
+    sizes: dict[str, dict[str, list[float | None]]]  # {"records": {"p50": [...]}, ...}
+    caps: dict[str, list[float | None]]  # {"records": [...], "tokens": [...]}
+
+    def first_measured(self):
+        measured = [d for i, d in enumerate(self.days) if self.caps["records"][i] is not None]
+        return measured[0] if measured else None
+
+
+SIZE_STATS = ("p50", "p99", "max")
+CAP_METRICS = {"records": "max_records", "tokens": "max_tokens"}
+
+
+def size_history(now, app_name: str, *, days: int = 30) -> SizeHistory:
+    """The last ``days`` days of snapshots from ``DailyMetric``. One query. Only these
+    metrics are read, by name: nothing else (erasure figures above all) reaches them."""
+    first = now.date() - timedelta(days=days - 1)
+    day_list = [first + timedelta(days=i) for i in range(days)]
+    index = {d: i for i, d in enumerate(day_list)}
+    names = {f"{c}_{s}": (c, s) for c in CAP_METRICS for s in SIZE_STATS}
+    caps_of = {name: column for column, name in CAP_METRICS.items()}
+    sizes = {c: {s: [None] * days for s in SIZE_STATS} for c in CAP_METRICS}
+    caps: dict[str, list[float | None]] = {c: [None] * days for c in CAP_METRICS}
+    rows = DailyMetric.objects.filter(
+        app_name=app_name, day__gte=first, day__lte=now.date(), name__in=[*names, *caps_of]
+    ).values_list("day", "name", "value")
+    for day, name, value in rows.order_by():
+        i = index[day]
+        if name in names:
+            column, stat = names[name]
+            sizes[column][stat][i] = value
+        else:
+            caps[caps_of[name]][i] = value
+    return SizeHistory(days=day_list, sizes=sizes, caps=caps)

@@ -3,11 +3,12 @@ the count never grows with the number of users, records, sessions or events."""
 
 from .apps import UnknownApp, check_known_app, is_known_app, known_apps
 from .overview import (
-    Rollups,
+    ForgettingRates,
     Spread,
-    daily_rollups,
     eviction_reasons,
     evictions_per_day,
+    first_counted_day,
+    forgetting_rates,
     growth_per_week,
     per_user_histogram,
     session_event_spread,
@@ -15,7 +16,7 @@ from .overview import (
     user_spread,
     users_pinned_over_cap,
 )
-from .policies import policy_history, policy_rows
+from .policies import PolicyChange, policy_changes, policy_history, policy_rows
 from .records import ScoredRow, scored_record, scored_records, session_links
 from .rules import (
     EffectiveRules,
@@ -36,7 +37,8 @@ from .users import USER_SORTS, UserRow, natural_descending, user_page
 __all__ = [
     "USER_SORTS",
     "EffectiveRules",
-    "Rollups",
+    "ForgettingRates",
+    "PolicyChange",
     "ScoredRow",
     "Spread",
     "UnknownApp",
@@ -44,16 +46,18 @@ __all__ = [
     "app_session_counts",
     "artifacts_for_session",
     "check_known_app",
-    "daily_rollups",
     "decide_sample",
     "effective_rules",
     "eviction_reasons",
     "evictions_per_day",
+    "first_counted_day",
+    "forgetting_rates",
     "growth_per_week",
     "is_known_app",
     "known_apps",
     "natural_descending",
     "per_user_histogram",
+    "policy_changes",
     "policy_history",
     "policy_rows",
     "rescore_scope",

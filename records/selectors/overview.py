@@ -16,11 +16,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Min, QuerySet
 from django.db.models.functions import TruncDate
-
-from sweeper.metrics import ALL_APPS, FORGOT_RATE, SWEEPS_RUN
-from sweeper.models import DailyMetric
 
 from .. import feedback
 from .. import policy as pure
@@ -277,48 +274,60 @@ def _as_date(value) -> date:
     return value.date() if isinstance(value, datetime) else value
 
 
-# --- daily roll-ups (sweeper.metrics) ------------------------------------------------------
+# --- did eviction forget something? (the live daily counters) ---------------------------
 
 
 @dataclass(frozen=True)
-class Rollups:
-    """Per-day and per-week series from the daily roll-ups, for one app.
-
-    A day counts as rolled up when the roll-up ran for it (it always writes
-    ``sweeps_run``); a day that was not rolled up is None in every series, never 0.
-    The forgot-something rate is None also on days that ingested no session.
-    """
+class ForgettingRates:
+    """Per day, for one app: regret hits per 1,000 searches and corrections per 1,000
+    sessions ingested, with the counts behind them. A rate is None on a day without its
+    denominator (nothing to divide by: a gap, not a zero)."""
 
     days: list[date]
-    forgot_rate: list[float | None]
-    regret_hits: list[int | None]
-    sweeps_run: list[int | None]
+    regret_per_1000_searches: list[float | None]
+    corrections_per_1000_sessions: list[float | None]
+    counts: dict[str, list[int]]  # regret_hits, searches, corrections, sessions
 
 
-def daily_rollups(now: datetime, app_name: str, *, days: int = 30) -> Rollups:
-    """Forgot-something rate, regret hits and sweeps run over the last ``days`` days,
-    from ``DailyMetric``. One query. (Records added per week: ``growth_per_week``.)
+FORGETTING_COUNTERS = {
+    "regret_hits": feedback.REGRET_HITS,
+    "searches": feedback.SEARCHES,
+    "corrections": feedback.CORRECTIONS,
+    "sessions": feedback.SESSIONS_INGESTED,
+}
 
-    Only these metrics are read, by name: erasure figures never reach these charts.
-    """
-    today = now.date()
-    first_day = today - timedelta(days=days - 1)
-    rows = DailyMetric.objects.filter(day__gte=first_day, day__lte=today).filter(
-        Q(app_name=app_name, name__in=[FORGOT_RATE, feedback.REGRET_HITS])
-        | Q(app_name=ALL_APPS, name=SWEEPS_RUN)
-    )
-    values: dict[tuple[date, str], float] = {}
-    for day, name, value in rows.values_list("day", "name", "value").order_by():
-        values[_as_date(day), name] = value
-    rolled_up = {day for day, name in values if name == SWEEPS_RUN}
-    day_list = [first_day + timedelta(days=i) for i in range(days)]
 
-    def per_day(name, default):
-        return [(values.get((d, name), default) if d in rolled_up else None) for d in day_list]
+def _per_1000(part: int, whole: int) -> float | None:
+    return 1000 * part / whole if whole else None
 
-    return Rollups(
+
+def forgetting_rates(now: datetime, app_name: str, *, days: int = 30) -> ForgettingRates:
+    """The last ``days`` days from the counters ingest and search bump. One query."""
+    first = now.date() - timedelta(days=days - 1)
+    day_list = [first + timedelta(days=i) for i in range(days)]
+    index = {d: i for i, d in enumerate(day_list)}
+    counts = {key: [0] * days for key in FORGETTING_COUNTERS}
+    key_of = {name: key for key, name in FORGETTING_COUNTERS.items()}
+    rows = DailyCounter.objects.filter(
+        app_name=app_name, day__gte=first, day__lte=now.date(), name__in=list(key_of)
+    ).values_list("day", "name", "value")
+    for day, name, value in rows.order_by():
+        counts[key_of[name]][index[_as_date(day)]] = int(value)
+    return ForgettingRates(
         days=day_list,
-        forgot_rate=per_day(FORGOT_RATE, None),
-        regret_hits=[None if v is None else int(v) for v in per_day(feedback.REGRET_HITS, 0)],
-        sweeps_run=[None if v is None else int(v) for v in per_day(SWEEPS_RUN, 0)],
+        regret_per_1000_searches=[
+            _per_1000(h, s) for h, s in zip(counts["regret_hits"], counts["searches"], strict=True)
+        ],
+        corrections_per_1000_sessions=[
+            _per_1000(c, s) for c, s in zip(counts["corrections"], counts["sessions"], strict=True)
+        ],
+        counts=counts,
     )
+
+
+def first_counted_day(app_name: str) -> date | None:
+    """The first day anything was counted for the app (an ingest, a search): days before
+    it would only chart the absence of the system. The counters table is small (apps ×
+    days × a few names), so this costs little."""
+    first = DailyCounter.objects.filter(app_name=app_name).aggregate(d=Min("day"))["d"]
+    return _as_date(first) if first is not None else None

@@ -66,3 +66,37 @@ def policy_history(app_name: str, *, page: int | str = 1, per_page: int = 20) ->
         for v, prev in zip(versions, previous_of, strict=True)
     ]
     return page_obj
+
+
+@dataclass(frozen=True)
+class PolicyChange:
+    """One saved change of an app's policy, for marking time axes."""
+
+    version: int
+    at: datetime
+    # (field, before, after), as in the history
+    changes: list[tuple[str, object, object]]
+
+
+def policy_changes(app_name: str, since: datetime) -> list[PolicyChange]:
+    """The versions saved since ``since``, oldest first, each with its diff. The first
+    version (the defaults, when the app got a policy) is a start, not a change. Two
+    queries."""
+    versions = list(
+        PolicyVersion.objects.filter(app_name=app_name, created_at__gte=since, version__gt=1)
+        .order_by("version")
+        .values_list("version", "created_at", "values")
+    )
+    if not versions:
+        return []
+    older = (
+        PolicyVersion.objects.filter(app_name=app_name, version__lt=versions[0][0])
+        .order_by("-version")
+        .values_list("values", flat=True)
+        .first()
+    )
+    previous_of = [older] + [values for _, _, values in versions[:-1]]
+    return [
+        PolicyChange(version=v, at=at, changes=_diff(prev, values) if prev else [])
+        for (v, at, values), prev in zip(versions, previous_of, strict=True)
+    ]

@@ -1,6 +1,5 @@
 """Pages of the memory domain. Views stay thin: selectors read, services write."""
 
-from .overview import overview
 from .policies import policies, policy
 from .rules import rule, rule_new, rule_rescore, rule_try, rules
 from .sessions import retired_session, session, sessions
@@ -8,7 +7,6 @@ from .users import importance, pin, preview, unpin, user_detail, users
 
 __all__ = [
     "importance",
-    "overview",
     "pin",
     "policies",
     "policy",

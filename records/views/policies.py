@@ -15,7 +15,7 @@ from memadmin.roles import OPS, check_role, has_role, viewer_required
 
 from .. import staff
 from ..forms import POLICY_LABELS, NewPolicyForm, PolicyForm
-from ..models import POLICY_FIELDS, Policy
+from ..models import POLICY_FIELDS, EvictionReason, Policy
 from ..preview import policy_impact
 from ..selectors import is_known_app, policy_history, policy_rows
 from .common import current_policy, render_page
@@ -125,10 +125,28 @@ def _fields(policy: Policy) -> list[tuple[str, str, object, str]]:
     ]
 
 
+def _caused(impact, baseline) -> dict:
+    """What the change itself does: the new values' evictions beyond (or short of) those
+    already due with the current ones, which happen at the next enforcement regardless."""
+    records = impact.records - baseline.records
+    tokens = impact.tokens - baseline.tokens
+    return {"records": abs(records), "tokens": abs(tokens), "direction": _sign(records)}
+
+
+def _reason_words(reason: str) -> str:
+    return EvictionReason(reason).label if reason in EvictionReason.values else reason
+
+
+def _sign(n: int) -> str:
+    return "more" if n > 0 else "fewer" if n < 0 else "same"
+
+
 def _review(request, current: Policy, form: PolicyForm, *, stale="", status=200):
     """The confirm step: what changes, and what it would evict now."""
     now = timezone.now()
     proposed = form.instance
+    impact = policy_impact(current.app_name, proposed.params(), now)
+    baseline = policy_impact(current.app_name, current.params(), now)
     context = {
         "policy": current,
         "form": form,
@@ -136,8 +154,10 @@ def _review(request, current: Policy, form: PolicyForm, *, stale="", status=200)
             "changes": [
                 (POLICY_LABELS[f], getattr(current, f), v) for f, v in form.changes().items()
             ],
-            "impact": policy_impact(current.app_name, proposed.params(), now),
-            "baseline": policy_impact(current.app_name, current.params(), now),
+            "impact": impact,
+            "baseline": baseline,
+            "caused": _caused(impact, baseline),
+            "reasons": [(_reason_words(r), n) for r, n in impact.by_reason.items()],
             "base_version": current.version,
             "stale": stale,
         },

@@ -31,14 +31,14 @@ def _selected_app(request, apps: list[str]) -> str:
     return apps[0] if apps else ""
 
 
-def _prefilled_form(request, app: str) -> RuleForm:
-    """An empty rule for the selected app, or a copy of a shipped default to override."""
+def _prefilled_form(request) -> RuleForm:
+    """An empty rule, or a copy of a shipped default to override. Neither names the app
+    being viewed: the scope (every app or one) is the user's explicit choice."""
     default = DEFAULTS.get(request.GET.get("from", ""))
     if default is None:
-        return RuleForm(initial={"app_name": app, "enabled": True})
+        return RuleForm(initial={"enabled": True})
     return RuleForm(
         initial={
-            "app_name": app,
             "name": default.name,
             "pattern": default.pattern,
             "action": default.action,
@@ -64,7 +64,7 @@ def _page(request, *, form=None, try_form=None, decision=None, rescore=None, sta
         "try_form": try_form or TryRulesForm(initial={"app": app}),
         "decision": decision,
         "rescore": rescore,
-        "form": (form or _prefilled_form(request, app)) if is_ops else None,
+        "form": (form or _prefilled_form(request)) if is_ops else None,
         "unmatched_importance": pure_rules.UNMATCHED_IMPORTANCE,
     }
     return render_page(request, TEMPLATE, "effective", context, status=status)

@@ -73,6 +73,18 @@ def test_overview_charts_render_with_data(log_in, live_server):
     records_chart = page.locator('[data-figure="records-figure"]')
     expect(records_chart.locator(".shapelayer path")).to_have_count(1)
     assert records_chart.locator(".bars path").count() >= 4
+    # the cap's label sits above the plotting area, never over a bar
+    label = records_chart.locator(".annotation", has_text="cap 20").bounding_box()
+    plot = records_chart.locator(".nsewdrag").first.bounding_box()
+    assert label["y"] + label["height"] <= plot["y"] + 1
+    # no tick at half a user: every y tick is a whole number
+    ticks = records_chart.locator(".ytick text").all_text_contents()
+    assert ticks and all(t.replace(",", "").isdigit() for t in ticks)
+    # each eviction reason has its legend entry, in its own colour
+    evictions = page.locator('[data-figure="evictions-figure"]')
+    expect(evictions.locator(".legend .traces")).to_have_count(2)
+    expect(evictions.locator(".legend")).to_contain_text("record cap")
+    expect(evictions.locator(".legend")).to_contain_text("expired (TTL)")
     assert not page.js_errors
 
 

@@ -1,6 +1,7 @@
 """Erasure pages: compliance only, fresh password, CSRF, htmx progress, receipts."""
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -157,8 +158,30 @@ def test_progress_is_a_polled_partial_until_the_request_is_finished(login):
     done = client.get(f"/erasure/{req.pk}/", HTTP_HX_REQUEST="true").content.decode()
     assert "hx-trigger" not in done
     assert f"/erasure/{req.pk}/receipt.json" in done
-    assert "records.MemoryRecord" in done
+    assert "memory records and summaries" in done
     assert USER not in client.get(f"/erasure/{req.pk}/").content.decode()  # cleared
+
+
+def test_the_page_names_stores_for_people_and_tells_the_audit_in_sentences(login):
+    client = login("compliance")
+    populate("pharmacy", USER, "mk1x9q")
+    req = erase("pharmacy")
+    page = client.get(f"/erasure/{req.pk}/").content.decode()
+    for label in ("records.MemoryRecord", "records.UserMemoryStats", "redis:touch buffer"):
+        assert label not in page  # no model label, anywhere on the page
+    for name in ("memory records and summaries", "per-user totals", "touch buffer (Redis)"):
+        assert f"<td>{name}</td>" in page
+    # the "completed" row: a sentence of counts, not a Python dict
+    completed = req.audit.get(action="completed")
+    records = completed.detail["deleted"]["records.MemoryRecord"]
+    assert records > 0
+    assert re.search(
+        rf"<td class=\"content\">Deleted [^<]*\b{records} memory records and summaries", page
+    )
+    assert "{&#x27;" not in page and "{'" not in page
+    # the stored entry and the receipt keep their machine-readable labels
+    assert "records.MemoryRecord" in completed.detail["deleted"]
+    assert any(s["store"] == "records.MemoryRecord" for s in req.receipt["stores"])
 
 
 def test_the_receipt_downloads_as_json_without_the_user_id(login):

@@ -56,7 +56,8 @@ def test_newest_first_with_before_and_after(login, entries):
     assert response.status_code == 200
     assert actions(response) == ["policy.update", "record.importance", "record.pin"]
     content = response.content.decode()
-    assert "<code>max_records</code> 500 → <strong>300</strong>" in content
+    assert "max records per user 500 → <strong>300</strong>" in content
+    assert "max_records" not in content
     assert "smaller" in content
 
 
@@ -123,3 +124,36 @@ def test_markup_in_user_ids_and_reasons_renders_as_text(login, make_user):
     content = login("ops").get(reverse("audit")).content.decode()
     assert "<script>alert(1)" not in content and "<img src=x" not in content
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in content
+
+
+def test_targets_link_to_their_pages_and_keys_read_as_words(login, make_user):
+    olga = make_user("olga", "ops")
+    audit.record(olga, audit.RECORD_PIN, app_name="pharmacy", user_id="alice", target=7)
+    audit.record(olga, audit.POLICY_UPDATE, app_name="pharmacy", target="v3")
+    audit.record(olga, audit.RUN_START, app_name="pharmacy", target=41, after={"dry_run": True})
+    audit.record(
+        olga,
+        audit.PLAN_APPLY,
+        app_name="pharmacy",
+        target=40,
+        before={"sessions_pending": 10, "records_pending": 0},
+        after={"apply_run": 42, "sessions_to_retire": 10, "records_to_evict": 0},
+    )
+    audit.record(olga, audit.RULE_CHANGE, app_name="travel", target="allergies")
+    audit.record(olga, audit.ERASURE_SUBMIT, app_name="pharmacy", target="erasure #5")
+    content = login("compliance").get(reverse("audit")).content.decode()
+    for url, text in (
+        (reverse("records:user", args=["pharmacy", "alice"]) + "#record-7", "7"),
+        (reverse("records:policy", args=["pharmacy"]), "v3"),
+        (reverse("sweeper:run", args=[41]), "41"),
+        (reverse("sweeper:run", args=[40]), "40"),
+        (reverse("records:rules") + "?app=travel", "allergies"),
+        (reverse("erasure:detail", args=[5]), "erasure #5"),
+    ):
+        assert f'<a href="{url}">{text}</a>' in content, url
+    # each side's own keys, in words, without a dash standing for "not on this side"
+    assert "sessions awaiting retirement: was 10" in content
+    assert "records to evict: <strong>0</strong>" in content
+    assert "dry-run: <strong>yes</strong>" in content
+    for internal in ("sessions_pending", "→ —", "apply_run", "dry_run"):
+        assert internal not in content

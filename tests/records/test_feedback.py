@@ -43,6 +43,9 @@ def test_a_search_for_an_evicted_record_is_a_regret_hit_once_per_search():
     search_entries("pharmacy", "u1", "what is my name", NOW)  # unrelated: no hit
     search_entries("pharmacy", "u2", "Leeds branch Sundays", NOW)  # another user: no hit
     assert counter(feedback.REGRET_HITS) == 1
+    # every search counts, hit or not: the denominator of regret hits per 1,000 searches
+    assert counter(feedback.SEARCHES) == 3
+    assert counter(feedback.SEARCHES, "travel") == 0
 
 
 def test_regret_hashes_expire_after_the_window():

@@ -57,11 +57,31 @@ def test_review_shows_the_impact_and_saves_nothing(login, pharmacy):
     assert (review["impact"].records, review["impact"].users) == (3, 2)
     assert review["baseline"].records == 0
     content = response.content.decode()
-    assert "would evict <strong>3</strong> records across <strong>2</strong> users" in content
+    assert "What this change itself causes: <strong>3</strong> records more evicted" in content
+    assert "Already due at the next enforcement, with or without this change: 0 records" in content
+    assert "evicts 3 records across 2 users (30 tokens) in all: 3 record cap." in content
     assert 'name="step" value="confirm"' in content and 'name="base_version" value="1"' in content
     assert Policy.objects.get(app_name="pharmacy").version == 1
     assert MemoryRecord.objects.count() == 13
     assert not AuditEntry.objects.exists()
+
+
+def test_review_splits_what_the_change_causes_from_what_is_already_due(login, pharmacy):
+    update_policy("pharmacy", {"max_records": 5})  # alice (6) is over already: 1 due
+    client = login("ops")
+    data = values(Policy.objects.get(app_name="pharmacy"), max_records=3, step="review")
+    content = client.post(url(), data, headers=HX).content.decode()
+    # 3 + 2 with the new cap of 3; 1 of them due anyway with the current cap of 5
+    assert "What this change itself causes: <strong>4</strong> records more evicted" in content
+    assert (
+        "Already due at the next enforcement, with or without this change: "
+        "1 record across 1 user (the current values)." in content
+    )
+    assert "evicts 5 records across 2 users" in content
+    # raising the cap: fewer than already due
+    data = values(Policy.objects.get(app_name="pharmacy"), max_records=6, step="review")
+    content = client.post(url(), data, headers=HX).content.decode()
+    assert "<strong>1</strong> record fewer evicted at the next enforcement" in content
 
 
 def test_confirm_saves_a_version_with_an_audit_entry(login, pharmacy):

@@ -1,5 +1,7 @@
 """The Rules page: defaults, staff rules, effective rules per app, try it, re-score."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -32,6 +34,7 @@ def rule_data(**changes):
         "note": "support asked for it",
     }
     data.update(changes)
+    data.setdefault("scope", "app" if data.get("app_name") else "all")
     return {k: v for k, v in data.items() if v is not None}
 
 
@@ -150,6 +153,52 @@ def test_ops_adds_a_rule_it_changes_the_effective_rules_and_is_audited(login):
     assert entry.after["pattern"] == r"\bgold member\b" and entry.after["importance"] == 0.7
     page = client.get(response["Location"]).content.decode()
     assert "Saved rule loyalty for app pharmacy" in page and "re-score the app" in page
+
+
+def test_the_add_form_makes_the_scope_an_explicit_choice(login, courier):
+    make_record(APP, "alice", content="hello")
+    content = login("ops").get(RULES, {"app": APP}).content.decode()
+    form = content[content.index('<form class="rule-form"') :]
+    form = form[: form.index("</form>")]
+    assert "<legend>Applies to</legend>" in form
+    radios = re.findall(r'<input type="radio" name="scope"[^>]*>', form)
+    assert len(radios) == 2 and 'value="all"' in radios[0] and 'value="app"' in radios[1]
+    assert not any("checked" in r for r in radios)  # neither scope chosen for the user
+    assert f'value="{APP}"' not in form.split("<datalist")[0]  # the viewed app not filled in
+
+
+@pytest.mark.parametrize(
+    ("scope", "app_name", "message"),
+    [
+        (None, APP, "Choose whether the rule applies to every app or one app."),
+        ("app", "", "Name the app this rule is for, or choose every app."),
+        ("all", APP, "Every app was chosen, yet &#x27;pharmacy&#x27; is named"),
+    ],
+)
+def test_a_rule_without_a_clear_scope_is_refused(login, scope, app_name, message):
+    policy_for(APP)
+    data = rule_data(app_name=app_name)
+    if scope is None:
+        del data["scope"]
+    else:
+        data["scope"] = scope
+    response = login("ops").post(NEW, data)
+    assert response.status_code == 422
+    assert message in response.content.decode()
+    assert not ImportanceRule.objects.exists() and not AuditEntry.objects.exists()
+
+
+def test_every_app_is_a_scope_of_its_own(login):
+    policy_for(APP)
+    response = login("ops").post(NEW, rule_data(scope="all", app_name=""))
+    assert response.status_code == 302
+    assert ImportanceRule.objects.get().app_name == ""
+
+
+def test_editing_a_rule_shows_its_own_scope(login, courier):
+    content = login("ops").get(reverse("records:rule", args=[courier.pk])).content.decode()
+    radios = re.findall(r'<input type="radio" name="scope"[^>]*>', content)
+    assert ["checked" in r for r in radios] == [True, False]  # every app, as it is
 
 
 def test_a_regex_that_does_not_compile_is_refused_with_a_message(login):

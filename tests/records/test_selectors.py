@@ -7,14 +7,18 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from records.models import Artifact, RetiredSession
+from records import feedback
+from records.models import Artifact, PolicyVersion, RetiredSession
 from records.policies import policy_for, update_policy
 from records.selectors import (
     app_session_counts,
     artifacts_for_session,
     evictions_per_day,
+    first_counted_day,
+    forgetting_rates,
     growth_per_week,
     per_user_histogram,
+    policy_changes,
     policy_history,
     session_event_spread,
     session_links,
@@ -175,3 +179,43 @@ def test_policy_history_diffs_each_version_with_the_one_before():
     assert v2.changes == [("max_records", 500, 300)]  # diffed against v1 on the next page
     first = policy_history("app", page=2, per_page=2).object_list[0]
     assert (first.version, first.changes) == (1, [])
+
+
+def test_forgetting_rates_divide_by_that_days_searches_and_sessions_in_one_query():
+    feedback.bump("pharmacy", feedback.SEARCHES, NOW - timedelta(days=1), 400)
+    feedback.bump("pharmacy", feedback.REGRET_HITS, NOW - timedelta(days=1), 3)
+    feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, NOW, 8)
+    feedback.bump("pharmacy", feedback.CORRECTIONS, NOW, 2)
+    feedback.bump("travel", feedback.SEARCHES, NOW, 5)  # another app
+    with CaptureQueriesContext(connection) as ctx:
+        rates = forgetting_rates(NOW, "pharmacy", days=3)
+    assert len(ctx.captured_queries) == 1
+    assert rates.days[-1] == NOW.date() and len(rates.days) == 3
+    assert rates.regret_per_1000_searches == [None, 7.5, None]  # no searches: no rate
+    assert rates.corrections_per_1000_sessions == [None, None, 250.0]
+    assert rates.counts["searches"] == [0, 400, 0] and rates.counts["corrections"] == [0, 0, 2]
+
+
+def test_first_counted_day_is_the_apps_first_counter():
+    assert first_counted_day("pharmacy") is None
+    feedback.bump("pharmacy", feedback.SESSIONS_INGESTED, NOW - timedelta(days=4))
+    feedback.bump("pharmacy", feedback.SEARCHES, NOW)
+    feedback.bump("travel", feedback.SEARCHES, NOW - timedelta(days=9))
+    assert first_counted_day("pharmacy") == (NOW - timedelta(days=4)).date()
+
+
+def test_policy_changes_since_a_moment_each_with_its_diff():
+    policy_for("pharmacy")
+    update_policy("pharmacy", {"max_records": 400})
+    update_policy("pharmacy", {"max_records": 300, "ttl_days": 30})
+    PolicyVersion.objects.filter(app_name="pharmacy", version__lte=2).update(
+        created_at=NOW - timedelta(days=60)
+    )
+    PolicyVersion.objects.filter(app_name="pharmacy", version=3).update(created_at=NOW)
+    (change,) = policy_changes("pharmacy", NOW - timedelta(days=30))
+    assert change.version == 3 and change.at == NOW
+    # diffed against v2, which is older than the window
+    assert sorted(change.changes) == [("max_records", 400, 300), ("ttl_days", 365, 30)]
+    everything = policy_changes("pharmacy", NOW - timedelta(days=90))
+    assert [c.version for c in everything] == [2, 3]  # v1 is the start, not a change
+    assert policy_changes("travel", NOW - timedelta(days=90)) == []

@@ -146,6 +146,7 @@ def action_urls(w):
             reverse("records:rule_new"),
             {"ops", "superuser"},
             {
+                "scope": "app",
                 "app_name": a,
                 "name": "vip",
                 "pattern": "gold",

@@ -3,6 +3,8 @@ and beat: one worker for sweeps, enforcement and re-scoring, one for erasure alo
 own queue), so a stuck sweep cannot delay an erasure.
 
 Ctrl-C (or SIGTERM) stops them all; if one of them dies, the others are stopped too.
+The staff accounts are printed after set-up and again once every process has said it is
+ready, so the passwords do not scroll away under the workers' banners.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +23,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memadmin.accounts import create_role_accounts
 from records import demo
+
+# What each process prints once it serves (runserver, celery worker, celery beat).
+READY_MARKERS = {
+    "web": "Quit the server with",
+    "worker": " ready.",
+    "erasure worker": " ready.",
+    "beat": "beat: Starting",
+}
+# Print the accounts again after this long even if a process never said it was ready.
+READY_WAIT_SECONDS = 120
 
 
 class Command(BaseCommand):
@@ -56,13 +69,30 @@ class Command(BaseCommand):
                     f"{stats.sessions} sessions."
                 )
         accounts = create_role_accounts()
-        self.stdout.write(self.style.SUCCESS("Staff accounts (passwords are shown only once):"))
+        self.write_accounts(accounts)
+        if setup_only:
+            return
+        self.run_processes(addr, concurrency, accounts)
+
+    def write_accounts(self, accounts: dict[str, str | None]) -> None:
+        self.stdout.write(
+            self.style.SUCCESS("Staff accounts (passwords are shown only by this start):")
+        )
         for username, password in accounts.items():
             shown = password or "(exists; manage.py create_role_accounts --reset-passwords)"
             self.stdout.write(f"  {username:<11} {shown}")
-        if setup_only:
-            return
-        self.run_processes(addr, concurrency)
+
+    def announce(self, addr: str, accounts: dict, ready: dict[str, threading.Event]) -> None:
+        """The end of start-up: where to go and how to sign in, after every banner."""
+        waiting = [name for name, event in ready.items() if not event.is_set()]
+        self.stdout.write("")
+        if waiting:
+            self.stdout.write(f"Still starting: {', '.join(waiting)}.")
+        else:
+            self.stdout.write(self.style.SUCCESS("memadmin is up: web, workers and beat."))
+        self.stdout.write(self.style.SUCCESS(f"Open http://{addr}/ — Ctrl-C stops everything."))
+        self.write_accounts(accounts)
+        self.stdout.flush()
 
     @staticmethod
     def process_commands(addr: str, concurrency: int) -> dict[str, list[str]]:
@@ -85,10 +115,34 @@ class Command(BaseCommand):
             "beat": [*celery, "beat", "-l", "info", "-s", beat_schedule],
         }
 
-    def run_processes(self, addr: str, concurrency: int) -> None:
+    def _forward(self, name: str, proc: subprocess.Popen, ready: threading.Event, lock) -> None:
+        """Copy the process's output to ours, line by line; note when it says it is ready."""
+        for line in proc.stdout:
+            with lock:
+                self.stdout.write(line, ending="")
+                self.stdout.flush()
+            if READY_MARKERS[name] in line:
+                ready.set()
+
+    def run_processes(self, addr: str, concurrency: int, accounts=None) -> None:
         commands = self.process_commands(addr, concurrency)
         self.stdout.write(self.style.SUCCESS(f"Open http://{addr}/ — Ctrl-C stops everything."))
-        procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
+        # Unbuffered children, so each line (and each "ready") arrives when it is written.
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        procs = {
+            name: subprocess.Popen(
+                cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+            for name, cmd in commands.items()
+        }
+        lock = threading.Lock()
+        ready = {name: threading.Event() for name in procs}
+        for name, proc in procs.items():
+            threading.Thread(
+                target=self._forward, args=(name, proc, ready[name], lock), daemon=True
+            ).start()
+        announce_by = time.monotonic() + READY_WAIT_SECONDS
+        announced = False
         stopping = False
 
         def stop(*_):
@@ -107,6 +161,12 @@ class Command(BaseCommand):
                         stopping = True
                         break
                 else:
+                    if not announced and (
+                        all(e.is_set() for e in ready.values()) or time.monotonic() > announce_by
+                    ):
+                        announced = True
+                        with lock:
+                            self.announce(addr, accounts or {}, ready)
                     time.sleep(0.5)
         finally:
             for proc in procs.values():
