@@ -3,7 +3,7 @@ fresh demo data.
 
     .venv/bin/python docs/screenshots.py
 
-Builds a throwaway SQLite database with records.demo.seed, starts the development
+Builds a throwaway SQLite database with memadmin.demo.seed, starts the development
 server on it, drives headless Chromium (Debian's binary) through Playwright, and writes
 docs/screenshots/overview.png, user.png and sweep.png. Not part of the tests.
 """
@@ -40,7 +40,7 @@ django.setup()
 from django.core.management import call_command
 from django.contrib.auth import get_user_model
 from memadmin.accounts import ensure_role_groups
-from records import demo
+from memadmin import demo
 call_command("migrate", verbosity=0)
 demo.seed()
 user = get_user_model().objects.create_user("staff", password={password!r})

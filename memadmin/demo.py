@@ -17,9 +17,9 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import feedback, store
-from .memory_service import add_session
-from .models import (
+from records import feedback, store
+from records.memory_service import add_session
+from records.models import (
     AgentSession,
     AppState,
     Artifact,
@@ -35,8 +35,8 @@ from .models import (
     SessionEvent,
     UserState,
 )
-from .policies import policy_for, update_policy
-from .tokens import count_tokens
+from records.policies import policy_for, update_policy
+from records.tokens import count_tokens
 
 PHARMACY = "pharmacy-support"
 TRAVEL = "travel-concierge"

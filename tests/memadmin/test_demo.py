@@ -5,7 +5,7 @@ from django.core.management import call_command
 from django.utils import timezone
 from google.adk.events.event import Event
 
-from records import demo
+from memadmin import demo
 from records.models import AgentSession, Correction, EvictionEvent, MemoryRecord, SessionEvent
 from sweeper.models import DailyMetric, PlanEntry, Run
 
