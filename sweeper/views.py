@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from memadmin.htmx import render_page, vary_on_htmx
 from memadmin.roles import OPS, has_role, role_required, viewer_required
 from records.selectors.apps import known_apps
-from records.views.common import render_page
 
 from . import plans, staff
 from .forms import ReportFilterForm, StartRunForm
@@ -150,6 +150,7 @@ def _report_context(request, run: Run) -> dict:
 
 
 @viewer_required
+@vary_on_htmx
 def run_detail(request, pk):
     run = get_object_or_404(runs_base(), pk=pk)
     if request.htmx and request.GET.get("part") == "status":

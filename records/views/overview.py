@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from memadmin import charts
+from memadmin.htmx import render_page
 from memadmin.roles import viewer_required
 
 from ..models import Policy
@@ -21,7 +22,6 @@ from ..selectors import (
     user_spread,
     users_pinned_over_cap,
 )
-from .common import render_page
 
 EVICTION_DAYS = 30
 GROWTH_WEEKS = 12

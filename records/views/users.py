@@ -8,8 +8,10 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
+from memadmin.htmx import render_page, vary_on_htmx
 from memadmin.roles import OPS, SUPPORT, has_role, role_required, viewer_required
 
 from .. import staff
@@ -17,7 +19,7 @@ from ..forms import ImportanceForm, WhatIfForm
 from ..models import MemoryRecord
 from ..preview import preview_user_victims
 from ..selectors import USER_SORTS, natural_descending, scored_record, scored_records, user_page
-from .common import current_policy, render_page
+from .common import current_policy
 
 USER_COLUMNS = [
     ("app", "App"),
@@ -65,6 +67,7 @@ def users(request):
         "sort": sort,
         "dir": "desc" if descending else "asc",
         "columns": columns,
+        "query": urlencode({"q": search, "sort": sort, "dir": "desc" if descending else "asc"}),
     }
     return render_page(request, "records/users.html", "user-table", context)
 
@@ -129,6 +132,7 @@ def user_detail(request, app, user):
 
 @require_GET
 @role_required(OPS)
+@vary_on_htmx
 def preview(request, app, user):
     """Dry-run with other policy values. Reads only; nothing is evicted or saved."""
     whatif = WhatIfForm(request.GET, policy=current_policy(app))
