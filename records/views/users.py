@@ -29,6 +29,7 @@ USER_COLUMNS = [
     ("pinned", "Pinned"),
     ("activity", "Last written"),
 ]
+RECORDS_CHANGED = "records-changed"  # the user page reloads what a staff change affects
 PREVIEW_LIMIT = 100  # victims listed in a preview; the count covers all of them
 
 
@@ -157,7 +158,10 @@ def _row_response(request, app, user, pk, *, form=None, status=200):
 
 def _done(request, app, user, pk, message):
     if request.htmx:
-        return _row_response(request, app, user, pk)
+        response = _row_response(request, app, user, pk)
+        # Other rows' ranks, the cap line, the counts and the preview depend on this one.
+        response["HX-Trigger-After-Swap"] = RECORDS_CHANGED
+        return response
     messages.success(request, message)
     return redirect(reverse("records:user", args=[app, user]))
 
