@@ -30,6 +30,8 @@ from .selectors import (
 
 LIST_TEMPLATE = "sweeper/sweeps.html"
 RUN_TEMPLATE = "sweeper/run.html"
+# A report page fits a screen or two at 1,280 px; the summary above counts every entry.
+REPORT_PER_PAGE = 20
 
 
 def _start_form(data=None, *, dry_run: bool, apps=None) -> StartRunForm:
@@ -157,7 +159,9 @@ def _report_context(request, run: Run) -> dict:
     return {
         "run": run,
         "form": form,
-        "page": report_page(run, **form.filters(), page=request.GET.get("page", 1)),
+        "page": report_page(
+            run, **form.filters(), page=request.GET.get("page", 1), per_page=REPORT_PER_PAGE
+        ),
         "query": _query(request),
     }
 

@@ -30,7 +30,9 @@ USER_COLUMNS = [
     ("activity", "Last written"),
 ]
 RECORDS_CHANGED = "records-changed"  # the user page reloads what a staff change affects
-PREVIEW_LIMIT = 100  # victims listed in a preview; the count covers all of them
+# Pages of a screen or two at 1,280 px, not meters of scrolling: the counts cover all rows.
+PREVIEW_LIMIT = 10  # victims listed in a preview, in eviction order
+RECORDS_PER_PAGE = 20
 
 
 @viewer_required
@@ -84,7 +86,13 @@ def _user_context(request, app, user, *, whatif: WhatIfForm | None = None) -> di
     params = policy.params()
     victims, reasons = _victim_reasons(app, user, params, now)
     page, summary = scored_records(
-        app, user, params, now, page=request.GET.get("page", 1), victim_reasons=reasons
+        app,
+        user,
+        params,
+        now,
+        page=request.GET.get("page", 1),
+        per_page=RECORDS_PER_PAGE,
+        victim_reasons=reasons,
     )
     context = {
         "app": app,

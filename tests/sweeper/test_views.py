@@ -245,7 +245,8 @@ def test_the_report_lists_sessions_and_victims_with_reasons_and_scores(login, pl
     content = response.content.decode()
     summary = response.context["summary"]
     assert (summary.sessions, summary.records) == counts(plan) == (2, 4)
-    assert "Session <code>s1</code>" in content and "Session <code>s2</code>" in content
+    assert 'Session <code class="sid" title="s1">s1</code>' in content
+    assert 'Session <code class="sid" title="s2">s2</code>' in content
     assert content.count('<tr class="group">') == 2  # u1 and u2
     rows = [r.entry for r in response.context["page"].object_list]
     assert [(e.user_id, e.kind) for e in rows][:2] == [("u1", "session"), ("u1", "record")]
