@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "screenshots"
-VIEWPORT = {"width": 1400, "height": 1100}
+VIEWPORT = {"width": 1280, "height": 1100}  # the narrowest width the dashboard is made for
 
 
 def free_port() -> int:
@@ -79,15 +79,10 @@ def shoot(base: str, password: str) -> None:
         page.fill("#id_password", password)
         page.click("button[type=submit]")
         expect(page.locator("h1")).to_have_text("Overview")
-        for figure in (
-            "records-figure",
-            "tokens-figure",
-            "evictions-figure",
-            "forgot-figure",
-            "sweeps-figure",
-            "growth-figure",
-        ):
-            expect(page.locator(f'[data-figure="{figure}"] svg.main-svg').first).to_be_visible()
+        charts = page.locator("[data-figure]")
+        expect(charts.first).to_be_visible()
+        for chart in charts.all():  # every chart drawn, whichever the overview shows
+            expect(chart.locator("svg.main-svg").first).to_be_visible()
         page.screenshot(path=OUT / "overview.png", full_page=True)
 
         # The article's pharmacy customer: 498 records; a what-if cap of 494 previews
