@@ -3,7 +3,7 @@ fresh demo data.
 
     .venv/bin/python docs/screenshots.py
 
-Builds a throwaway SQLite database with records.demo.seed, starts the development
+Builds a throwaway SQLite database with memadmin.demo.seed, starts the development
 server on it, drives headless Chromium (Debian's binary) through Playwright, and writes
 docs/screenshots/overview.png, user.png and sweep.png. Not part of the tests.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "screenshots"
-VIEWPORT = {"width": 1400, "height": 1100}
+VIEWPORT = {"width": 1280, "height": 1100}  # the narrowest width the dashboard is made for
 
 
 def free_port() -> int:
@@ -40,7 +40,7 @@ django.setup()
 from django.core.management import call_command
 from django.contrib.auth import get_user_model
 from memadmin.accounts import ensure_role_groups
-from records import demo
+from memadmin import demo
 call_command("migrate", verbosity=0)
 demo.seed()
 user = get_user_model().objects.create_user("staff", password={password!r})
@@ -79,15 +79,10 @@ def shoot(base: str, password: str) -> None:
         page.fill("#id_password", password)
         page.click("button[type=submit]")
         expect(page.locator("h1")).to_have_text("Overview")
-        for figure in (
-            "records-figure",
-            "tokens-figure",
-            "evictions-figure",
-            "sizes-figure",
-            "forgetting-figure",
-            "growth-figure",
-        ):
-            expect(page.locator(f'[data-figure="{figure}"] svg.main-svg').first).to_be_visible()
+        charts = page.locator("[data-figure]")
+        expect(charts.first).to_be_visible()
+        for chart in charts.all():  # every chart drawn, whichever the overview shows
+            expect(chart.locator("svg.main-svg").first).to_be_visible()
         page.screenshot(path=OUT / "overview.png", full_page=True)
 
         # The article's pharmacy customer: 498 records; a what-if cap of 494 previews

@@ -15,6 +15,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from memadmin.htmx import render_page
 from memadmin.pseudonyms import subject_hash
 from memadmin.roles import COMPLIANCE, role_required
 from records import erasure
@@ -55,8 +56,7 @@ def request_list(request):
         # An old link or bookmark: say why nothing was searched for it.
         "ignored_query": "user" in request.GET,
     }
-    template = "erasure/list.html#requests" if request.htmx else "erasure/list.html"
-    return render(request, template, context)
+    return render_page(request, "erasure/list.html", "requests", context)
 
 
 @never_cache
@@ -124,8 +124,7 @@ def detail(request, pk: int):
         "audit": [(e, display.describe(e.action, e.detail)) for e in req.audit.all()],
         "search_index": req.verification.get(erasure.SEARCH_INDEX),
     }
-    template = "erasure/detail.html#progress" if request.htmx else "erasure/detail.html"
-    return render(request, template, context)
+    return render_page(request, "erasure/detail.html", "progress", context)
 
 
 @role_required(COMPLIANCE)

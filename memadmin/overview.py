@@ -12,6 +12,7 @@ from datetime import date, datetime, time, timedelta
 from django.utils import timezone
 
 from memadmin import charts
+from memadmin.htmx import render_page
 from memadmin.roles import viewer_required
 from records.forms import POLICY_LABELS
 from records.models import Policy
@@ -28,7 +29,6 @@ from records.selectors import (
     user_spread,
     users_pinned_over_cap,
 )
-from records.views.common import render_page
 from sweeper.selectors import size_history
 
 EVICTION_DAYS = 30

@@ -1,6 +1,5 @@
-from django.shortcuts import render
-
 from .forms import AuditFilterForm
+from .htmx import render_page
 from .roles import viewer_required
 from .selectors import audit_page
 
@@ -23,5 +22,5 @@ def audit_log(request):
     query = request.GET.copy()
     query.pop("page", None)
     context = {"form": form, "page": page, "query": query.urlencode()}
-    template = "memadmin/audit.html#audit-table" if request.htmx else "memadmin/audit.html"
-    return render(request, template, context, status=200 if valid else 422)
+    status = 200 if valid else 422
+    return render_page(request, "memadmin/audit.html", "audit-table", context, status=status)

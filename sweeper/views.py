@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from memadmin.htmx import render_page, vary_on_htmx
 from memadmin.roles import OPS, has_role, role_required, viewer_required
 from records.selectors.apps import known_apps
-from records.views.common import render_page
 
 from . import plans, staff
 from .forms import ReportFilterForm, StartRunForm
@@ -30,6 +30,8 @@ from .selectors import (
 
 LIST_TEMPLATE = "sweeper/sweeps.html"
 RUN_TEMPLATE = "sweeper/run.html"
+# A report page fits a screen or two at 1,280 px; the summary above counts every entry.
+REPORT_PER_PAGE = 20
 
 
 def _start_form(data=None, *, dry_run: bool, apps=None) -> StartRunForm:
@@ -49,10 +51,14 @@ def sweeps(request):
 
 def _list_page(request, *, dry_form=None, real_form=None, confirm=None, status=200):
     page = run_page(page=request.GET.get("page", 1))
+    started = _started_run(request)
+    follow_started = started is not None and needs_polling(started)
     context = {
         "page": page,
-        "polling": any(row.polling for row in page.object_list),
+        "polling": any(row.polling for row in page.object_list) or follow_started,
         "confirm": confirm,
+        "started": started,
+        "started_title": _title(started) if started else "",
     }
     if has_role(request.user, OPS) and not request.htmx:
         apps = known_apps()
@@ -79,8 +85,14 @@ def start(request):
         app_name=form.cleaned_data["app"],
         as_of=form.as_of_datetime(timezone.now()) if dry_run else None,
     )
-    messages.success(request, f"{_title(run)} #{run.pk} is queued; the workers pick it up.")
-    return redirect(reverse("sweeper:sweeps"))
+    # Not a one-off message: the notice follows the run (queued, running, done + link).
+    return redirect(reverse("sweeper:sweeps") + f"?started={run.pk}")
+
+
+def _started_run(request) -> Run | None:
+    """The run just started from this page (?started=id), whose notice the table keeps live."""
+    pk = request.GET.get("started", "")
+    return runs_base().filter(pk=int(pk)).first() if pk.isdigit() and len(pk) < 19 else None
 
 
 def _confirm_text(form: StartRunForm) -> str:
@@ -121,7 +133,7 @@ def _query(request) -> str:
 def _status_context(request, run: Run, *, confirm=None, apply_error: str = "") -> dict:
     polling = needs_polling(run)
     application = application_of(run)
-    return {
+    context = {
         "run": run,
         "title": _title(run),
         "requested_by": requested_by(run),
@@ -137,6 +149,9 @@ def _status_context(request, run: Run, *, confirm=None, apply_error: str = "") -
         "apply_error": apply_error,
         "query": _query(request),
     }
+    if context["refresh_report"]:  # with the per-app counts (Applied, Refused), out of band
+        context["summary"] = report_summary(run)
+    return context
 
 
 def _report_context(request, run: Run) -> dict:
@@ -144,12 +159,15 @@ def _report_context(request, run: Run) -> dict:
     return {
         "run": run,
         "form": form,
-        "page": report_page(run, **form.filters(), page=request.GET.get("page", 1)),
+        "page": report_page(
+            run, **form.filters(), page=request.GET.get("page", 1), per_page=REPORT_PER_PAGE
+        ),
         "query": _query(request),
     }
 
 
 @viewer_required
+@vary_on_htmx
 def run_detail(request, pk):
     run = get_object_or_404(runs_base(), pk=pk)
     if request.htmx and request.GET.get("part") == "status":

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from backtest.forms import BacktestForm
+from memadmin.htmx import render_page
 from memadmin.roles import OPS, check_role, has_role, viewer_required
 
 from .. import staff
@@ -18,7 +19,7 @@ from ..forms import POLICY_LABELS, NewPolicyForm, PolicyForm
 from ..models import POLICY_FIELDS, EvictionReason, Policy
 from ..preview import policy_impact
 from ..selectors import is_known_app, policy_history, policy_rows
-from .common import current_policy, render_page
+from .common import current_policy
 
 TEMPLATE = "records/policy.html"
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods, require_POST
 
+from memadmin.htmx import render_page
 from memadmin.roles import OPS, check_role, has_role, role_required, viewer_required
 
 from .. import rules as pure_rules
@@ -17,7 +18,6 @@ from .. import staff
 from ..forms import RescoreForm, RuleForm, TryRulesForm
 from ..models import ImportanceRule
 from ..selectors import decide_sample, effective_rules, rescore_scope, rule_apps, staff_rules
-from .common import render_page
 
 TEMPLATE = "records/rules.html"
 DEFAULTS = {r.name: r for r in pure_rules.DEFAULT_RULES}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
+from memadmin.htmx import render_page
 from memadmin.roles import viewer_required
 
 from ..forms import SessionFilterForm
@@ -17,7 +18,6 @@ from ..selectors import (
     session_page,
 )
 from ..selectors.sessions import is_idle
-from .common import render_page
 
 
 @viewer_required

@@ -8,8 +8,10 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
+from memadmin.htmx import render_page, vary_on_htmx
 from memadmin.roles import OPS, SUPPORT, has_role, role_required, viewer_required
 
 from .. import staff
@@ -17,7 +19,7 @@ from ..forms import ImportanceForm, WhatIfForm
 from ..models import MemoryRecord
 from ..preview import preview_user_victims
 from ..selectors import USER_SORTS, natural_descending, scored_record, scored_records, user_page
-from .common import current_policy, render_page
+from .common import current_policy
 
 USER_COLUMNS = [
     ("app", "App"),
@@ -27,7 +29,10 @@ USER_COLUMNS = [
     ("pinned", "Pinned"),
     ("activity", "Last written"),
 ]
-PREVIEW_LIMIT = 100  # victims listed in a preview; the count covers all of them
+RECORDS_CHANGED = "records-changed"  # the user page reloads what a staff change affects
+# Pages of a screen or two at 1,280 px, not meters of scrolling: the counts cover all rows.
+PREVIEW_LIMIT = 10  # victims listed in a preview, in eviction order
+RECORDS_PER_PAGE = 20
 
 
 @viewer_required
@@ -65,6 +70,7 @@ def users(request):
         "sort": sort,
         "dir": "desc" if descending else "asc",
         "columns": columns,
+        "query": urlencode({"q": search, "sort": sort, "dir": "desc" if descending else "asc"}),
     }
     return render_page(request, "records/users.html", "user-table", context)
 
@@ -80,7 +86,13 @@ def _user_context(request, app, user, *, whatif: WhatIfForm | None = None) -> di
     params = policy.params()
     victims, reasons = _victim_reasons(app, user, params, now)
     page, summary = scored_records(
-        app, user, params, now, page=request.GET.get("page", 1), victim_reasons=reasons
+        app,
+        user,
+        params,
+        now,
+        page=request.GET.get("page", 1),
+        per_page=RECORDS_PER_PAGE,
+        victim_reasons=reasons,
     )
     context = {
         "app": app,
@@ -129,6 +141,7 @@ def user_detail(request, app, user):
 
 @require_GET
 @role_required(OPS)
+@vary_on_htmx
 def preview(request, app, user):
     """Dry-run with other policy values. Reads only; nothing is evicted or saved."""
     whatif = WhatIfForm(request.GET, policy=current_policy(app))
@@ -153,7 +166,10 @@ def _row_response(request, app, user, pk, *, form=None, status=200):
 
 def _done(request, app, user, pk, message):
     if request.htmx:
-        return _row_response(request, app, user, pk)
+        response = _row_response(request, app, user, pk)
+        # Other rows' ranks, the cap line, the counts and the preview depend on this one.
+        response["HX-Trigger-After-Swap"] = RECORDS_CHANGED
+        return response
     messages.success(request, message)
     return redirect(reverse("records:user", args=[app, user]))
 

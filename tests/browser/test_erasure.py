@@ -1,8 +1,10 @@
 """The erasure list in Chromium: finding by user id and downloading a receipt are POSTs."""
 
 import pytest
+from playwright.sync_api import expect
 
 from erasure.models import ErasureAuditEntry
+from records import erasure
 
 from ..erasure.helpers import USER, erase, submit
 
@@ -34,4 +36,21 @@ def test_compliance_finds_a_request_and_downloads_its_receipt(log_in, live_serve
     assert ErasureAuditEntry.objects.filter(
         request=done, action="receipt_downloaded", actor="carol"
     ).exists()
+    assert page.js_errors == []
+
+
+def test_the_subject_row_drops_the_user_id_once_verified_without_a_reload(log_in, live_server):
+    req = submit("pharmacy")
+    page = log_in("compliance")
+    page.goto(f"{live_server.url}/erasure/{req.pk}/")
+    subject = page.locator("#request-summary tr", has_text="Subject")
+    expect(subject).to_contain_text(USER)
+    page.evaluate("window.notReloaded = true")
+
+    erasure.run(req.pk)  # no worker here: the job runs in this process; the page polls
+
+    expect(page.locator("#progress")).to_contain_text("Status: verified")
+    expect(subject).to_contain_text("user id cleared after verification")
+    expect(subject).not_to_contain_text(USER)
+    assert page.evaluate("window.notReloaded") is True
     assert page.js_errors == []

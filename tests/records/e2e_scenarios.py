@@ -9,7 +9,7 @@ from google.adk.tools.load_memory_tool import load_memory_tool
 from google.adk.tools.preload_memory_tool import preload_memory_tool
 from google.genai import types
 
-from records import demo
+from memadmin import demo
 from records.models import EvictionEvent, ImportanceRule, MemoryRecord
 
 from ..asyncutil import run

@@ -77,8 +77,10 @@ def test_source_session_links_to_the_session_then_the_tombstone(login):
     make_record("pharmacy", "alice", source_session_id="gone-1")
     make_record("pharmacy", "alice", source_session_id="nowhere-1")
     content = login("compliance").get(user_url()).content.decode()
-    assert f'href="{reverse("records:session", args=[live.pk])}">live-1</a>' in content
-    assert f'href="{reverse("records:retired_session", args=[gone.pk])}">gone-1</a>' in content
+    live_url = reverse("records:session", args=[live.pk])
+    gone_url = reverse("records:retired_session", args=[gone.pk])
+    assert f'href="{live_url}" title="live-1">live-1</a>' in content
+    assert f'href="{gone_url}" title="gone-1">gone-1</a>' in content
     assert "nowhere-1" in content and "nowhere-1</a>" not in content
 
 

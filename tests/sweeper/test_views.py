@@ -166,8 +166,8 @@ def test_ops_starts_a_dry_run_and_it_is_queued_and_audited(login, make_user):
     policy_for(APP)
     client = login("ops", username="olga")
     response = client.post(START, dry_run_start(app=APP))
-    assert response.status_code == 302 and response["Location"] == SWEEPS
     run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"{SWEEPS}?started={run.pk}"
     assert (run.kind, run.dry_run, run.status, run.app_name) == ("sweep", True, "queued", APP)
     assert run.requested_by.username == "olga"
     entry = AuditEntry.objects.get()
@@ -178,10 +178,28 @@ def test_ops_starts_a_dry_run_and_it_is_queued_and_audited(login, make_user):
         str(run.pk),
     )
     assert entry.after["kind"] == "sweep" and entry.after["dry_run"] is True
-    page = client.get(SWEEPS).content.decode()
+    page = client.get(response["Location"]).content.decode()
     assert f"Dry-run idle-session sweep #{run.pk} is queued" in page
     assert f'id="run-{run.pk}"' in page and "waiting for a worker" in page
-    assert 'hx-trigger="every 2s"' in page
+    assert 'hx-trigger="every 2s"' in page and f"started={run.pk}" in page
+
+
+@pytest.mark.parametrize("started", ["abc", "-1", "9" * 30, "12345"])
+def test_a_bad_or_unknown_started_run_shows_no_notice(login, started):
+    client = login("ops")
+    response = client.get(SWEEPS, {"started": started})
+    assert response.status_code == 200 and 'id="run-notice"' not in response.content.decode()
+
+
+def test_the_started_runs_notice_says_done_and_links_to_the_run(login):
+    policy_for(APP)
+    client = login("ops")
+    run = runs.create_run("sweep", app_name=APP, dry_run=True, enqueue=False)
+    run_inline(run)
+    html = client.get(SWEEPS, {"started": run.pk}, headers={"HX-Request": "true"}).content
+    html = html.decode()
+    assert "is done" in html and f'href="/sweeps/{run.pk}/">open its report' in html
+    assert 'hx-trigger="every 2s"' not in html  # nothing left to follow
 
 
 def test_a_dry_run_can_look_ahead_but_not_back(login):
@@ -227,7 +245,8 @@ def test_the_report_lists_sessions_and_victims_with_reasons_and_scores(login, pl
     content = response.content.decode()
     summary = response.context["summary"]
     assert (summary.sessions, summary.records) == counts(plan) == (2, 4)
-    assert "Session <code>s1</code>" in content and "Session <code>s2</code>" in content
+    assert 'Session <code class="sid" title="s1">s1</code>' in content
+    assert 'Session <code class="sid" title="s2">s2</code>' in content
     assert content.count('<tr class="group">') == 2  # u1 and u2
     rows = [r.entry for r in response.context["page"].object_list]
     assert [(e.user_id, e.kind) for e in rows][:2] == [("u1", "session"), ("u1", "record")]

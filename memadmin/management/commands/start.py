@@ -21,8 +21,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from memadmin import demo
 from memadmin.accounts import create_role_accounts
-from records import demo
 
 # What each process prints once it serves (runserver, celery worker, celery beat).
 READY_MARKERS = {

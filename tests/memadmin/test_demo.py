@@ -1,3 +1,4 @@
+import re
 from datetime import timedelta
 
 import pytest
@@ -5,8 +6,15 @@ from django.core.management import call_command
 from django.utils import timezone
 from google.adk.events.event import Event
 
-from records import demo
-from records.models import AgentSession, Correction, EvictionEvent, MemoryRecord, SessionEvent
+from memadmin import demo
+from records.models import (
+    AgentSession,
+    Correction,
+    EvictionEvent,
+    MemoryRecord,
+    RetiredSession,
+    SessionEvent,
+)
 from sweeper.models import DailyMetric, PlanEntry, Run
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +130,88 @@ def test_seed_demo_counts_its_records_as_added_on_their_creation_days():
     weeks = growth_per_week(now, weeks=12)
     recent = MemoryRecord.objects.filter(created_at__date__gte=weeks[0][0]).count()
     assert sum(n for _, n in weeks) == recent > 0
+
+
+# --- one person per user, conversations that fit the app, provenance that resolves ------
+
+NAME = re.compile(r"name is (\w+ \w+)")
+NICK = re.compile(r"call(?:ed)? (?:me )?(\w+)")
+ADDRESS = re.compile(r"\d+ \w+ (?:Street|Road|Lane|Avenue|Way|Verte), \w+")
+PHONE = re.compile(r"\+44 7\d+ \d+")
+
+
+@pytest.fixture
+def seeded():
+    now = timezone.now()
+    demo.seed(users_per_app=4, now=now, history_days=3)
+    return now
+
+
+def user_texts() -> dict[tuple[str, str], list[str]]:
+    texts: dict[tuple[str, str], list[str]] = {}
+    for app, user, content in MemoryRecord.objects.values_list("app_name", "user_id", "content"):
+        texts.setdefault((app, user), []).append(content)
+    for app, user, data in SessionEvent.objects.values_list(
+        "session__app_name", "session__user_id", "data"
+    ):
+        for part in data.get("content", {}).get("parts", []):
+            texts.setdefault((app, user), []).append(part.get("text", ""))
+    return texts
+
+
+def test_every_demo_user_is_one_person(seeded):
+    texts = user_texts()
+    assert len(texts) >= 3 * 4
+    named = 0
+    for key, contents in texts.items():
+        joined = "\n".join(contents)
+        for pattern in (NAME, NICK, ADDRESS, PHONE):
+            found = set(pattern.findall(joined))
+            assert len(found) <= 1, (key, pattern.pattern, found)
+        name, nick = set(NAME.findall(joined)), set(NICK.findall(joined))
+        if name and nick:
+            assert next(iter(name)).split()[0] == next(iter(nick)), key  # called by own name
+            named += 1
+    assert named >= 3 * 4 - 2  # nearly every user says who they are somewhere
+
+
+def test_the_articles_customer_is_one_person_as_the_worked_example_needs(seeded):
+    customer = MemoryRecord.objects.filter(app_name=demo.PHARMACY, user_id=demo.PHARMACY_CUSTOMER)
+    joined = "\n".join(customer.values_list("content", flat=True))
+    assert set(NAME.findall(joined)) == {"Ana Novak"}
+    assert set(ADDRESS.findall(joined)) <= {"12 Elm Street, Leeds"}
+    assert customer.filter(pinned=True).count() == 1
+    assert customer.get(pinned=True).content.startswith("The customer is allergic to penicillin")
+    low = customer.filter(importance=0.1)
+    assert low.count() == 4 and low.filter(content__contains="opening hours").exists()
+
+
+def test_each_apps_conversations_fit_the_app(seeded):
+    for app, agent in demo.AGENTS.items():
+        authors = set(
+            SessionEvent.objects.filter(session__app_name=app).values_list("author", flat=True)
+        )
+        assert authors == {"user", agent}, app
+    off_topic = {
+        demo.TRAVEL: demo.DRUGS + ["prescription", "account"],
+        demo.BANK: demo.DRUGS + ["flight", "prescription"],
+        demo.PHARMACY: ["flight", "hotel", "account"],
+    }
+    texts = user_texts()
+    for (app, user), contents in texts.items():
+        joined = "\n".join(contents).lower()
+        for word in off_topic[app]:
+            assert word not in joined, (app, user, word)
+
+
+def test_every_record_names_a_stored_session_or_its_tombstone(seeded):
+    named = set(
+        MemoryRecord.objects.filter(app_name__in=demo.DEMO_APPS).values_list(
+            "app_name", "user_id", "source_session_id"
+        )
+    )
+    live = set(AgentSession.objects.values_list("app_name", "user_id", "session_id"))
+    retired = set(RetiredSession.objects.values_list("app_name", "user_id", "session_id"))
+    assert named and not (named - live - retired)
+    assert named & live and named & retired  # recent notes from live chats, old from retired
+    assert not live & retired

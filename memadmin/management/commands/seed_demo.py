@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from records import demo
+from memadmin import demo
 
 
 class Command(BaseCommand):

@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import transaction
+from django.db.models import Count, Max, Min
 from django.utils import timezone
 from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import feedback, store
-from .memory_service import add_session
-from .models import (
+from records import feedback, store
+from records.memory_service import add_session
+from records.models import (
     AgentSession,
     AppState,
     Artifact,
@@ -35,8 +36,8 @@ from .models import (
     SessionEvent,
     UserState,
 )
-from .policies import policy_for, update_policy
-from .tokens import count_tokens
+from records.policies import policy_for, update_policy
+from records.tokens import count_tokens
 
 PHARMACY = "pharmacy-support"
 TRAVEL = "travel-concierge"
@@ -44,60 +45,228 @@ BANK = "bank-helpdesk"
 DEMO_APPS = (PHARMACY, TRAVEL, BANK)
 # The long-standing customer from the article's worked example.
 PHARMACY_CUSTOMER = "cust-0042"
+# The agent that writes each app's sessions.
+AGENTS = {PHARMACY: "pharmacy_agent", TRAVEL: "travel_agent", BANK: "bank_agent"}
 
 FIRST = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fatima", "Gus", "Hana", "Ivo", "Jia", "Kofi", "Lena"]
+LAST = ["Silva", "Novak", "Okafor", "Berg", "Kaur", "Moreau", "Tanaka", "Walsh"]
 STREETS = ["Elm Street", "Harbour Road", "Mill Lane", "Station Avenue", "Kings Way", "Rue Verte"]
 CITIES = ["Leeds", "Porto", "Lyon", "Utrecht", "Kraków", "Dublin"]
 DRUGS = ["metformin", "lisinopril", "atorvastatin", "levothyroxine", "salbutamol"]
 ALLERGENS = ["penicillin", "sulfa drugs", "peanuts", "latex", "ibuprofen"]
+DESTINATIONS = ["Lisbon", "Kyoto", "Reykjavík", "Marrakesh", "Vancouver", "Split", "Oaxaca"]
+MEALS = ["vegetarian", "gluten-free", "halal", "vegan", "kosher"]
+SEATS = ["an aisle seat", "a window seat", "extra legroom"]
+ACCOUNTS = ["current account", "joint account", "savings account", "business account"]
 
-# (category, importance, pinned, templates)
-CATEGORIES = [
-    ("identity", 0.9, False, ["The customer's name is {name}; they prefer to be called {nick}."]),
-    (
-        "contact",
-        0.8,
-        False,
-        [
-            "Deliver orders to {num} {street}, {city}.",
-            "Preferred contact is email; phone {phone} for urgent issues.",
-        ],
-    ),
-    ("health", 0.9, True, ["The customer takes {drug} daily, {dose} mg."]),
-    (
-        "commitment",
-        0.7,
-        False,
-        [
-            "Order #{order} placed for {drug}, expected on {date}.",
-            "Appointment booked for {date} at the {city} branch.",
-        ],
-    ),
-    (
-        "complaint",
-        0.5,
-        False,
-        [
-            "Complained that the courier left the parcel in the rain.",
-            "Unhappy about waiting {n} days for a refund.",
-        ],
-    ),
-    (
-        "other",
-        0.2,
-        False,
-        [
-            "Asked about opening hours of the {city} branch.",
-            "Mentioned they are travelling to {city} next month.",
-            "Asked whether the loyalty card works online.",
-            "Said the new app layout is easier to use.",
-        ],
-    ),
+
+@dataclass(frozen=True)
+class Persona:
+    """One demo user: every record and session of the user names the same person."""
+
+    name: str
+    nick: str
+    city: str
+    street: str
+    num: int
+    phone: str
+    drug: str = "metformin"
+    dose: int = 500
+    allergen: str = "penicillin"
+    meal: str = "vegetarian"
+    seat: str = "an aisle seat"
+    destination: str = "Lisbon"
+    account: str = "current account"
+
+
+def persona(rng: random.Random) -> Persona:
+    first = rng.choice(FIRST)
+    return Persona(
+        name=f"{first} {rng.choice(LAST)}",
+        nick=first,
+        city=rng.choice(CITIES),
+        street=rng.choice(STREETS),
+        num=rng.randint(1, 200),
+        phone=f"+44 7{rng.randint(100, 999)} {rng.randint(100000, 999999)}",
+        drug=rng.choice(DRUGS),
+        dose=rng.choice([5, 10, 20, 50, 100]),
+        allergen=rng.choice(ALLERGENS),
+        meal=rng.choice(MEALS),
+        seat=rng.choice(SEATS),
+        destination=rng.choice(DESTINATIONS),
+        account=rng.choice(ACCOUNTS),
+    )
+
+
+# The article's customer: the worked example's delivery address is in Leeds.
+ARTICLE_CUSTOMER = Persona(
+    name="Ana Novak",
+    nick="Ana",
+    city="Leeds",
+    street="Elm Street",
+    num=12,
+    phone="+44 7700 900142",
+    drug="metformin",
+    dose=500,
+    allergen="penicillin",
+)
+
+# Per app: (category, importance, pinned, note templates, what the user says in a chat).
+# Notes are what the memory holds about the customer; fields come from their Persona,
+# except {order}, {date}, {n}, {destination2}, which vary per note.
+IDENTITY = (
+    "identity",
+    0.9,
+    False,
+    ["The customer's name is {name}; they prefer to be called {nick}."],
+    ["My name is {name}, but please call me {nick}."],
+)
+CONTACT = (
+    "contact",
+    0.8,
+    False,
+    ["Send letters to {num} {street}, {city}.", "Preferred contact is email; phone {phone}."],
+    ["My phone number is {phone} if anything urgent comes up."],
+)
+PLEASANTRY = [
+    "Asked about opening hours of the {city} branch.",
+    "Said the new app layout is easier to use.",
 ]
+CATEGORIES = {
+    PHARMACY: [
+        IDENTITY,
+        (
+            "contact",
+            0.8,
+            False,
+            [
+                "Deliver orders to {num} {street}, {city}.",
+                "Preferred contact is email; phone {phone} for urgent issues.",
+            ],
+            ["Please deliver my prescriptions to {num} {street}, {city}."],
+        ),
+        (
+            "health",
+            0.9,
+            True,
+            ["The customer takes {drug} daily, {dose} mg."],
+            ["I take {drug} every day, {dose} mg."],
+        ),
+        (
+            "commitment",
+            0.7,
+            False,
+            [
+                "Order #{order} placed for {drug}, expected on {date}.",
+                "Appointment booked for {date} at the {city} branch for a medication review.",
+            ],
+            ["Could you reorder my {drug}? I am running low."],
+        ),
+        (
+            "complaint",
+            0.5,
+            False,
+            [
+                "Complained that the courier left the parcel in the rain.",
+                "Unhappy about waiting {n} days for a refund on a cancelled order.",
+            ],
+            ["The courier left my parcel in the rain again."],
+        ),
+        (
+            "other",
+            0.2,
+            False,
+            [*PLEASANTRY, "Asked whether the loyalty card works for online orders."],
+            ["Does the loyalty card work for online orders?"],
+        ),
+    ],
+    TRAVEL: [
+        IDENTITY,
+        CONTACT,
+        (
+            "preference",
+            0.9,
+            True,
+            ["The traveller needs {meal} meals on every flight.", "The traveller prefers {seat}."],
+            ["I need {meal} meals on flights, and I prefer {seat}."],
+        ),
+        (
+            "commitment",
+            0.7,
+            False,
+            [
+                "Booking #{order}: flight from {city} to {destination2}, departing {date}.",
+                "Hotel in {destination2} held for arrival on {date}.",
+            ],
+            ["Can you book me a flight from {city} to {destination2} next month?"],
+        ),
+        (
+            "complaint",
+            0.5,
+            False,
+            [
+                "Complained that the {destination2} hotel lost the reservation.",
+                "Unhappy about waiting {n} days for a refund of a cancelled flight.",
+            ],
+            ["My flight to {destination2} was cancelled and the refund is late."],
+        ),
+        (
+            "other",
+            0.2,
+            False,
+            [*PLEASANTRY, "Mentioned wanting to visit {destination} one day."],
+            ["I have always wanted to see {destination}."],
+        ),
+    ],
+    BANK: [
+        IDENTITY,
+        CONTACT,
+        (
+            "security",
+            0.9,
+            True,
+            ["The {account} is never discussed by phone without the customer's passphrase."],
+            ["Never discuss my {account} by phone unless I give the passphrase."],
+        ),
+        (
+            "commitment",
+            0.7,
+            False,
+            [
+                "Standing order #{order} set up on the {account}, first payment on {date}.",
+                "Card replacement for the {account} due to arrive on {date}.",
+            ],
+            ["Please send me a new card for my {account}."],
+        ),
+        (
+            "complaint",
+            0.5,
+            False,
+            [
+                "Complained about a duplicate card payment on the {account}.",
+                "Unhappy about waiting {n} days for a transfer to clear.",
+            ],
+            ["A transfer from my {account} has been pending for days."],
+        ),
+        (
+            "other",
+            0.2,
+            False,
+            [*PLEASANTRY, "Asked whether the {city} branch has a cash machine inside."],
+            ["Is there a cash machine inside the {city} branch?"],
+        ),
+    ],
+}
+CATEGORY_WEIGHTS = [1, 2, 1, 3, 2, 8]
+AGENT_REPLIES = {
+    PHARMACY: ["Noted, thank you. Anything else about your prescriptions?"],
+    TRAVEL: ["Noted for your trips. Anything else about your travel plans?"],
+    BANK: ["Noted on your file. Anything else about your accounts?"],
+}
 FILLER = [
     "The agent confirmed the details back to the customer.",
     "No follow-up was needed after the conversation.",
-    "This came up while discussing a previous order.",
+    "This came up while discussing a previous request.",
     "The customer repeated this twice to make sure it was noted.",
 ]
 
@@ -112,27 +281,26 @@ class DemoStats:
     history_days: int = 0
 
 
-def _fill(rng: random.Random, template: str, now: datetime) -> str:
+def _fill(rng: random.Random, template: str, now: datetime, who: Persona) -> str:
     return template.format(
-        name=rng.choice(FIRST) + " " + rng.choice(["Silva", "Novak", "Okafor", "Berg", "Kaur"]),
-        nick=rng.choice(FIRST),
-        num=rng.randint(1, 200),
-        street=rng.choice(STREETS),
-        city=rng.choice(CITIES),
-        phone=f"+44 7{rng.randint(100, 999)} {rng.randint(100000, 999999)}",
-        drug=rng.choice(DRUGS),
-        dose=rng.choice([5, 10, 20, 50, 100]),
+        **vars(who),
+        destination2=rng.choice([d for d in DESTINATIONS if d != who.destination]),
         order=rng.randint(10000, 99999),
         date=(now + timedelta(days=rng.randint(1, 30))).date().isoformat(),
         n=rng.randint(3, 21),
     )
 
 
-def _content(rng: random.Random, template: str, now: datetime, target_tokens: int) -> str:
-    text = _fill(rng, template, now)
+def _content(rng: random.Random, template: str, now: datetime, target_tokens: int, who) -> str:
+    text = _fill(rng, template, now, who)
     while count_tokens(text) < target_tokens - 8:
         text += " " + rng.choice(FILLER)
     return text
+
+
+def tombstone_id(user: str, created: datetime, now: datetime) -> str:
+    """The retired session an old note came from: one per user and 30 days of age."""
+    return f"{user}-r{int((now - created).days // 30):02d}"
 
 
 def _record(
@@ -141,6 +309,7 @@ def _record(
     user,
     now,
     *,
+    who: Persona,
     category,
     importance,
     pinned,
@@ -156,11 +325,12 @@ def _record(
     if accessed_days_ago is None:
         accessed_days_ago = rng.uniform(0, age_days)
     last = max(created - half_life, now - timedelta(days=accessed_days_ago))
-    content = _content(rng, template, now, tokens)
+    content = _content(rng, template, now, tokens, who)
     return MemoryRecord(
         app_name=app,
         user_id=user,
-        source_session_id=f"s-{uuid.UUID(int=rng.getrandbits(128)).hex[:12]}",
+        # Provenance resolves: a tombstone for each month of notes (see add_tombstones).
+        source_session_id=tombstone_id(user, created, now),
         source_event_ids=[uuid.UUID(int=rng.getrandbits(128)).hex[:16]],
         content=content,
         author="user",
@@ -177,13 +347,16 @@ def _record(
     )
 
 
-def _random_record(rng, app, user, now, max_age_days=330) -> MemoryRecord:
-    category, importance, pinned, templates = rng.choices(CATEGORIES, weights=[1, 2, 1, 3, 2, 8])[0]
+def _random_record(rng, app, user, now, who, max_age_days=330) -> MemoryRecord:
+    category, importance, pinned, templates, _ = rng.choices(
+        CATEGORIES[app], weights=CATEGORY_WEIGHTS
+    )[0]
     return _record(
         rng,
         app,
         user,
         now,
+        who=who,
         category=category,
         importance=importance,
         pinned=pinned,
@@ -195,17 +368,19 @@ def _random_record(rng, app, user, now, max_age_days=330) -> MemoryRecord:
 
 def pharmacy_customer_records(now: datetime, rng: random.Random) -> list[MemoryRecord]:
     """498 records of about 70 tokens, as in the article, with the pinned allergy."""
-    app, user = PHARMACY, PHARMACY_CUSTOMER
+    app, user, who = PHARMACY, PHARMACY_CUSTOMER, ARTICLE_CUSTOMER
+    other = CATEGORIES[PHARMACY][-1][3]
     out = [
         _record(
             rng,
             app,
             user,
             now,
+            who=who,
             category="health",
             importance=0.9,
             pinned=True,
-            template="The customer is allergic to penicillin; never suggest it.",
+            template="The customer is allergic to {allergen}; never suggest it.",
             age_days=300,
             accessed_days_ago=200,
             hits=2,
@@ -216,6 +391,7 @@ def pharmacy_customer_records(now: datetime, rng: random.Random) -> list[MemoryR
             app,
             user,
             now,
+            who=who,
             category="other",
             importance=0.1,
             pinned=False,
@@ -232,25 +408,27 @@ def pharmacy_customer_records(now: datetime, rng: random.Random) -> list[MemoryR
                 app,
                 user,
                 now,
+                who=who,
                 category="other",
                 importance=0.1,
                 pinned=False,
-                template=rng.choice(CATEGORIES[-1][3]),
+                template=rng.choice(other),
                 age_days=310,
                 accessed_days_ago=rng.uniform(180, 260),
                 hits=rng.choice([0, 1]),
             )
         )
+    # Unpinned: the allergy is her one pin, and only the four notes above score 0.1.
+    choices = [c[:4] for c in CATEGORIES[PHARMACY][:5]] + [("other", 0.4, False, other)]
     while len(out) < 498:
-        category, importance, pinned, templates = rng.choices(
-            CATEGORIES[:5] + [("other", 0.4, False, CATEGORIES[-1][3])], weights=[1, 2, 0, 4, 2, 6]
-        )[0]
+        category, importance, _, templates = rng.choices(choices, weights=[1, 2, 0, 4, 2, 6])[0]
         out.append(
             _record(
                 rng,
                 app,
                 user,
                 now,
+                who=who,
                 category=category,
                 importance=importance,
                 pinned=False,
@@ -263,55 +441,69 @@ def pharmacy_customer_records(now: datetime, rng: random.Random) -> list[MemoryR
     return out
 
 
-def _session_events(rng, session_id, start: float, n: int, now) -> list[dict]:
+def _chat(rng, app: str, sid: str, start: float, turns: int, now, who) -> list[Event]:
+    """A conversation of the app: the user says things of its categories, its agent answers."""
     events, ts = [], start
-    lines = [_fill(rng, rng.choice(c[3]), now) for c in CATEGORIES]
-    for i in range(n):
-        author = "user" if i % 2 == 0 else "pharmacy_agent"
-        role = "user" if author == "user" else "model"
-        text = rng.choice(lines) if author == "user" else "Noted, thank you. Anything else?"
-        ts += rng.uniform(5, 90)
-        event = Event(
-            id=str(uuid.UUID(int=rng.getrandbits(128))),
-            invocation_id=f"inv-{session_id}-{i // 2}",
-            author=author,
-            content=types.Content(role=role, parts=[types.Part(text=text)]),
-            timestamp=ts,
-        )
-        events.append(event.model_dump(mode="json", exclude_none=True))
+    for i in range(turns):
+        said = rng.choices(CATEGORIES[app], weights=CATEGORY_WEIGHTS)[0][4]
+        for author, text in (
+            ("user", _fill(rng, rng.choice(said), now, who)),
+            (AGENTS[app], rng.choice(AGENT_REPLIES[app])),
+        ):
+            ts += rng.uniform(5, 60)
+            events.append(
+                Event(
+                    id=str(uuid.UUID(int=rng.getrandbits(128))),
+                    invocation_id=f"inv-{sid}-{i}",
+                    author=author,
+                    content=types.Content(
+                        role="user" if author == "user" else "model",
+                        parts=[types.Part(text=text)],
+                    ),
+                    timestamp=ts,
+                )
+            )
     return events
 
 
-def _add_sessions(rng, app, user, now, count) -> tuple[int, int]:
+def _store_session(app, user, sid, events: list[Event], created: datetime) -> int:
+    data = [e.model_dump(mode="json", exclude_none=True) for e in events]
+    session = AgentSession.objects.create(
+        app_name=app,
+        user_id=user,
+        session_id=sid,
+        state={"channel": "chat"},
+        created_at=created,
+        last_update_time=data[-1]["timestamp"],
+        revision=len(data),
+        event_count=len(data),
+    )
+    SessionEvent.objects.bulk_create(
+        [
+            SessionEvent(
+                session=session,
+                position=i,
+                event_id=e["id"],
+                invocation_id=e["invocation_id"],
+                author=e["author"],
+                timestamp=e["timestamp"],
+                data=e,
+            )
+            for i, e in enumerate(data)
+        ]
+    )
+    return len(data)
+
+
+def _add_sessions(rng, app, user, now, count, who) -> tuple[int, int]:
     n_events = 0
     for k in range(count):
         idle_days = rng.choice([0.01, 0.2, 1, 3, 12, 25, 60])
         start = (now - timedelta(days=idle_days)).timestamp() - 3600
         sid = f"{user}-s{k}"
-        evs = _session_events(rng, sid, start, rng.randint(4, 20), now)
-        session = AgentSession.objects.create(
-            app_name=app,
-            user_id=user,
-            session_id=sid,
-            state={"channel": "chat"},
-            created_at=datetime.fromtimestamp(start, tz=now.tzinfo),
-            last_update_time=evs[-1]["timestamp"],
-            revision=len(evs),
-            event_count=len(evs),
-        )
-        SessionEvent.objects.bulk_create(
-            [
-                SessionEvent(
-                    session=session,
-                    position=i,
-                    event_id=e["id"],
-                    invocation_id=e["invocation_id"],
-                    author=e["author"],
-                    timestamp=e["timestamp"],
-                    data=e,
-                )
-                for i, e in enumerate(evs)
-            ]
+        events = _chat(rng, app, sid, start, rng.randint(2, 10), now, who)
+        n_events += _store_session(
+            app, user, sid, events, datetime.fromtimestamp(start, tz=now.tzinfo)
         )
         if k == 0:
             Artifact.objects.create(
@@ -325,8 +517,46 @@ def _add_sessions(rng, app, user, now, count) -> tuple[int, int]:
                 mime_type="text/plain",
                 created_at=now,
             )
-        n_events += len(evs)
     return count, n_events
+
+
+def who(app: str, user: str) -> Persona:
+    """The person behind a demo user, the same on every call (a seed from the ids)."""
+    if (app, user) == (PHARMACY, PHARMACY_CUSTOMER):
+        return ARTICLE_CUSTOMER
+    return persona(random.Random(f"{app}/{user}"))
+
+
+def add_tombstones(now: datetime) -> int:
+    """A retired session for each source session the demo's records name that is not
+    stored, as the nightly sweep leaves them: retired the idle period after its last note."""
+    live = set(
+        AgentSession.objects.filter(app_name__in=DEMO_APPS).values_list(
+            "app_name", "user_id", "session_id"
+        )
+    )
+    idle = {app: timedelta(days=policy_for(app).session_idle_days) for app in DEMO_APPS}
+    spans = (
+        MemoryRecord.objects.filter(app_name__in=DEMO_APPS)
+        .values("app_name", "user_id", "source_session_id")
+        .annotate(first=Min("created_at"), last=Max("created_at"), notes=Count("id"))
+        .order_by("app_name", "user_id", "source_session_id")
+    )
+    tombstones = [
+        RetiredSession(
+            app_name=s["app_name"],
+            user_id=s["user_id"],
+            session_id=s["source_session_id"],
+            created_at=s["first"],
+            last_update_time=s["last"].timestamp(),
+            event_count=2 * s["notes"],  # each note from a user turn and the agent's answer
+            retired_at=min(now, s["last"] + idle[s["app_name"]]),
+        )
+        for s in spans
+        if (s["app_name"], s["user_id"], s["source_session_id"]) not in live
+    ]
+    RetiredSession.objects.bulk_create(tombstones, ignore_conflicts=True)
+    return len(tombstones)
 
 
 def clear_demo() -> None:
@@ -411,14 +641,17 @@ def seed(
 
     records = pharmacy_customer_records(now, rng)
     stats.users += 1
-    stats.sessions, stats.events = _add_sessions(rng, PHARMACY, PHARMACY_CUSTOMER, now, 3)
+    stats.sessions, stats.events = _add_sessions(
+        rng, PHARMACY, PHARMACY_CUSTOMER, now, 3, ARTICLE_CUSTOMER
+    )
     for app in DEMO_APPS:
         for i in range(users_per_app):
             user = f"{app.split('-')[0][:4]}-user-{i:03d}"
+            person = who(app, user)
             size = rng.choice([5, 20, 60, 120, 180, 240, 420, 520])
-            records.extend(_random_record(rng, app, user, now) for _ in range(size))
+            records.extend(_random_record(rng, app, user, now, person) for _ in range(size))
             users[app][user] = size
-            s, e = _add_sessions(rng, app, user, now, rng.randint(1, 4))
+            s, e = _add_sessions(rng, app, user, now, rng.randint(1, 4), person)
             stats.users += 1
             stats.sessions += s
             stats.events += e
@@ -434,6 +667,7 @@ def seed(
         stats.users += history.users
         stats.records += history.records
         stats.history_days = history_days
+    add_tombstones(now)
     return stats
 
 
@@ -458,28 +692,11 @@ class HistoryStats:
 
 
 def _history_session(rng, app: str, user: str, sid: str, when: datetime) -> Session:
-    """A short real ADK conversation: a few things the user says, the agent's small talk."""
-    events, ts = [], when.timestamp()
-    for i in range(rng.randint(2, 4)):
-        category = rng.choices(CATEGORIES, weights=[1, 2, 1, 3, 2, 6])[0]
-        for author, text in (
-            ("user", _fill(rng, rng.choice(category[3]), when)),
-            ("support_agent", "Noted, thank you. Anything else?"),
-        ):
-            ts += rng.uniform(5, 60)
-            events.append(
-                Event(
-                    id=str(uuid.UUID(int=rng.getrandbits(128))),
-                    invocation_id=f"inv-{sid}-{i}",
-                    author=author,
-                    content=types.Content(
-                        role="user" if author == "user" else "model",
-                        parts=[types.Part(text=text)],
-                    ),
-                    timestamp=ts,
-                )
-            )
-    return Session(id=sid, app_name=app, user_id=user, events=events, last_update_time=ts)
+    """A short real ADK conversation of the app, by the user's own persona."""
+    events = _chat(rng, app, sid, when.timestamp(), rng.randint(2, 4), when, who(app, user))
+    return Session(
+        id=sid, app_name=app, user_id=user, events=events, last_update_time=events[-1].timestamp
+    )
 
 
 def seed_history(
@@ -513,12 +730,14 @@ def seed_history(
         count = min(REGULARS_PER_APP, len(users.get(app, [])))
         regulars[app] = [f"{app.split('-')[0][:4]}-regular-{i}" for i in range(count)]
         for user in regulars[app]:
+            person = who(app, user)
             notes = [
                 _record(
                     rng,
                     app,
                     user,
                     now,
+                    who=person,
                     category="other",
                     importance=0.2,
                     pinned=False,
@@ -531,7 +750,9 @@ def seed_history(
             ]
             rest = policy.max_records - 2 - len(notes)
             base.extend(notes)
-            base.extend(_random_record(rng, app, user, now, max_age_days=300) for _ in range(rest))
+            base.extend(
+                _random_record(rng, app, user, now, person, max_age_days=300) for _ in range(rest)
+            )
             out.users += 1
     MemoryRecord.objects.bulk_create(base, batch_size=2000)
     out.records = len(base)
@@ -545,7 +766,10 @@ def seed_history(
             talking = regulars[app] + rng.sample(others, min(OTHERS_PER_DAY, len(others)))
             for n, user in enumerate(talking):
                 when = start + timedelta(minutes=40 * n + rng.randint(0, 30))
-                add_session(_history_session(rng, app, user, f"{user}-d{k}", when), when)
+                session = _history_session(rng, app, user, f"{user}-d{k}", when)
+                add_session(session, when)
+                if k < policies[app].session_idle_days:  # older ones: tombstones (add_tombstones)
+                    _store_session(app, user, session.id, session.events, when)
                 out.sessions += 1
             if regulars[app] and k % 2 == 0:  # an agent looks for a note evicted earlier
                 store.note_regret(app, regulars[app][0], REGRET_QUERY, start + timedelta(hours=6))
