@@ -36,6 +36,7 @@ SCENARIOS = (
     "sweep",
     "dashboard",
     "rules",
+    "scale",
     "quality",
 )
 
@@ -46,7 +47,12 @@ DEFAULT_LOCOMO = Path(__file__).resolve().parents[1] / "../shared/data/locomo/lo
 # "full" is the issue's sizes, for a quiet machine.
 SIZES: dict[str, dict[str, dict]] = {
     "smoke": {
-        "search": {"records": [100, 500], "queries": 20, "baseline_queries": 20},
+        "search": {
+            "records": [100, 500],
+            "queries": 21,
+            "baseline_queries": 21,
+            "repetitions": 3,
+        },
         "enforce_user": {"records": [500, 2_000], "repeat": 3},
         "enforce_pass": {"users": 20, "records": 10_000},
         "ingest": {"sessions_per_process": 8, "users_per_process": 4, "prefill": 480},
@@ -66,6 +72,13 @@ SIZES: dict[str, dict[str, dict]] = {
             "repeat": 5,
         },
         "rules": {"repeat": 5},
+        "scale": {
+            "records": 20_000,
+            "small_users": 4,
+            "queries": 12,
+            "repetitions": 3,
+            "ingest_sessions": 2,
+        },
         # A taste of every dataset and policy: one conversation, two small users.
         "quality": {
             "budgets": [10, 30],
@@ -81,6 +94,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "records": [500, 5_000, 50_000],
             "queries": 200,
             "baseline_queries": {500: 200, 5_000: 200, 50_000: 40},
+            "repetitions": 5,
         },
         "enforce_user": {"records": [500, 10_000, 100_000], "repeat": 15},
         "enforce_pass": {"users": 2_000, "records": 1_000_000},
@@ -101,6 +115,15 @@ SIZES: dict[str, dict[str, dict]] = {
             "repeat": 30,
         },
         "rules": {"repeat": 30},
+        # 10M records take long to generate on a small machine: lower with
+        # --set scale.records=N (docs/scaling.md names the size each figure was run at).
+        "scale": {
+            "records": 10_000_000,
+            "small_users": 20,
+            "queries": 300,
+            "repetitions": 5,
+            "ingest_sessions": 10,
+        },
         "quality": {
             "budgets": [50, 100, 200, 400],
             "policies": None,  # all: default, article, fifo, lru, lfu, random (+ keep-all)

@@ -153,6 +153,18 @@ def alternate(contenders: dict[str, Callable[[], list[float]]], repetitions: int
     return out
 
 
+async def alternate_async(contenders: dict, repetitions: int) -> dict[str, list[list[float]]]:
+    """``harness.alternate`` for coroutines: each contender once per repetition, the
+    order rotating."""
+    names = list(contenders)
+    out: dict[str, list[list[float]]] = {name: [] for name in names}
+    for rep in range(repetitions):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            out[name].append(await contenders[name](rep))
+    return out
+
+
 def load_average() -> float | None:
     return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 

@@ -34,7 +34,7 @@ from records import sessions
 from records.models import AgentSession, UserState
 from records.session_service import DjangoSessionService, run_db
 
-from ..harness import Row
+from ..harness import Row, alternate_async
 from ..load import reset_data
 
 NAME = "sessions"
@@ -42,18 +42,6 @@ APP = "bench-sessions"
 LIST_APP = "bench-sessions-list"
 PAGE = 100
 START = 1_790_000_000.0
-
-
-async def alternate_async(contenders: dict, repetitions: int) -> dict[str, list[list[float]]]:
-    """``harness.alternate`` for coroutines: each contender once per repetition, the
-    order rotating."""
-    names = list(contenders)
-    out: dict[str, list[list[float]]] = {name: [] for name in names}
-    for rep in range(repetitions):
-        shift = rep % len(names)
-        for name in names[shift:] + names[:shift]:
-            out[name].append(await contenders[name](rep))
-    return out
 
 
 def _event(i: int) -> Event:
