@@ -120,6 +120,9 @@ def _to_session(row: AgentSession, state: dict[str, Any], events: list[Event]) -
     )
 
 
+_SESSION_TEMPLATE = Session(app_name="-", user_id="-", id="-")
+
+
 def _session_of(
     app_name: str,
     user_id: str,
@@ -129,16 +132,19 @@ def _session_of(
     last_update_time: float,
     revision: int,
 ) -> Session:
-    # Built without validation: every value comes from our own columns (checked when
-    # written) or from Event.model_validate. A listing of 10,000 sessions spends most of
-    # its time here otherwise.
-    session = Session.model_construct(
-        app_name=app_name,
-        user_id=user_id,
-        id=session_id,
-        state=state,
-        events=events,
-        last_update_time=last_update_time,
+    # A copy of a template, not a validation: every value comes from our own columns
+    # (checked when written) or from Event.model_validate. Copying is the cheapest way
+    # pydantic offers (about a third of model_construct's time), which a listing of
+    # 10,000 sessions feels.
+    session = _SESSION_TEMPLATE.model_copy(
+        update={
+            "app_name": app_name,
+            "user_id": user_id,
+            "id": session_id,
+            "state": state,
+            "events": events,
+            "last_update_time": last_update_time,
+        }
     )
     # ADK's slot for the storage revision the caller holds (stale-session detection).
     session._storage_update_marker = str(revision)
