@@ -55,7 +55,12 @@ SIZES: dict[str, dict[str, dict]] = {
         },
         "enforce_user": {"records": [500, 2_000], "repeat": 3},
         "enforce_pass": {"users": 20, "records": 10_000},
-        "ingest": {"sessions_per_process": 8, "users_per_process": 4, "prefill": 480},
+        "ingest": {
+            "sessions_per_process": 9,
+            "users_per_process": 4,
+            "prefill": 480,
+            "repetitions": 3,
+        },
         "sessions": {
             "repetitions": 3,
             "events": 8,
@@ -98,7 +103,12 @@ SIZES: dict[str, dict[str, dict]] = {
         },
         "enforce_user": {"records": [500, 10_000, 100_000], "repeat": 15},
         "enforce_pass": {"users": 2_000, "records": 1_000_000},
-        "ingest": {"sessions_per_process": 300, "users_per_process": 100, "prefill": 480},
+        "ingest": {
+            "sessions_per_process": 300,
+            "users_per_process": 100,
+            "prefill": 480,
+            "repetitions": 5,
+        },
         "sessions": {
             "repetitions": 5,
             "events": 200,
