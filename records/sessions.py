@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, Max, Model, OuterRef, Subquery
+from django.db.models import Exists, Max, Model, OuterRef, Subquery, TextField
+from django.db.models.functions import Cast
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -272,8 +273,10 @@ def _listing(
             where=['("last_update_time", "user_id", "session_id") > (%s, %s, %s)'],
             params=list(after),
         )
+    # The state as text, decoded here: the JSON field's converter per row cost a third
+    # of a 10,000-session listing.
     rows = rows.order_by(*LISTING_ORDER).values_list(
-        "user_id", "session_id", "state", "last_update_time", "revision"
+        "user_id", "session_id", Cast("state", TextField()), "last_update_time", "revision"
     )
     listed = list(rows if limit is None else rows[:limit])
     if not listed:
@@ -290,7 +293,7 @@ def _listing(
             app_name,
             user,
             session_id,
-            _merged_state(app_state, by_user.get(user, {}), state),
+            _merged_state(app_state, by_user.get(user, {}), json.loads(state)),
             [],
             updated,
             revision,
