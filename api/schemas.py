@@ -168,7 +168,16 @@ class CreateSessionIn(Wire):
 
 
 class SessionListOut(BaseModel):
+    """One page of a listing, oldest ``lastUpdateTime`` first."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
     sessions: list[SessionOut]
+    next_cursor: str | None = Field(
+        default=None,
+        description="Absent on the last page. Otherwise pass it as `cursor` to get the next "
+        "page; keep following it to list every session.",
+    )
 
 
 class AppendEventIn(Wire):

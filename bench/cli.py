@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from .harness import Report, checks_text, machine_info, machine_line, table
+from .harness import Report, checks_text, load_average, machine_info, machine_line, table
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/memadmin_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/8"
@@ -32,9 +32,11 @@ SCENARIOS = (
     "enforce_user",
     "enforce_pass",
     "ingest",
+    "sessions",
     "sweep",
     "dashboard",
     "rules",
+    "scale",
     "quality",
 )
 
@@ -45,10 +47,28 @@ DEFAULT_LOCOMO = Path(__file__).resolve().parents[1] / "../shared/data/locomo/lo
 # "full" is the issue's sizes, for a quiet machine.
 SIZES: dict[str, dict[str, dict]] = {
     "smoke": {
-        "search": {"records": [100, 500], "queries": 20, "baseline_queries": 20},
+        "search": {
+            "records": [100, 500],
+            "queries": 21,
+            "baseline_queries": 21,
+            "repetitions": 3,
+        },
         "enforce_user": {"records": [500, 2_000], "repeat": 3},
         "enforce_pass": {"users": 20, "records": 10_000},
-        "ingest": {"sessions_per_process": 8, "users_per_process": 4, "prefill": 480},
+        "ingest": {
+            "sessions_per_process": 9,
+            "users_per_process": 4,
+            "prefill": 480,
+            "repetitions": 3,
+        },
+        "sessions": {
+            "repetitions": 3,
+            "events": 8,
+            "gets": 3,
+            "sessions": 300,
+            "users": 30,
+            "lists": 2,
+        },
         "sweep": {"users": 3, "sessions_per_user": 2},
         "dashboard": {
             "stage1": (20, 2_000),
@@ -57,6 +77,13 @@ SIZES: dict[str, dict[str, dict]] = {
             "repeat": 5,
         },
         "rules": {"repeat": 5},
+        "scale": {
+            "records": 20_000,
+            "small_users": 4,
+            "queries": 12,
+            "repetitions": 3,
+            "ingest_sessions": 2,
+        },
         # A taste of every dataset and policy: one conversation, two small users.
         "quality": {
             "budgets": [10, 30],
@@ -72,10 +99,24 @@ SIZES: dict[str, dict[str, dict]] = {
             "records": [500, 5_000, 50_000],
             "queries": 200,
             "baseline_queries": {500: 200, 5_000: 200, 50_000: 40},
+            "repetitions": 5,
         },
         "enforce_user": {"records": [500, 10_000, 100_000], "repeat": 15},
         "enforce_pass": {"users": 2_000, "records": 1_000_000},
-        "ingest": {"sessions_per_process": 300, "users_per_process": 100, "prefill": 480},
+        "ingest": {
+            "sessions_per_process": 300,
+            "users_per_process": 100,
+            "prefill": 480,
+            "repetitions": 5,
+        },
+        "sessions": {
+            "repetitions": 5,
+            "events": 200,
+            "gets": 20,
+            "sessions": 10_000,
+            "users": 1_000,
+            "lists": 3,
+        },
         "sweep": {"users": 2_000, "sessions_per_user": 5},
         "dashboard": {
             "stage1": (1_000, 100_000),
@@ -84,6 +125,15 @@ SIZES: dict[str, dict[str, dict]] = {
             "repeat": 30,
         },
         "rules": {"repeat": 30},
+        # 10M records take long to generate on a small machine: lower with
+        # --set scale.records=N (docs/scaling.md names the size each figure was run at).
+        "scale": {
+            "records": 10_000_000,
+            "small_users": 20,
+            "queries": 300,
+            "repetitions": 5,
+            "ingest_sessions": 10,
+        },
         "quality": {
             "budgets": [50, 100, 200, 400],
             "policies": None,  # all: default, article, fifo, lru, lfu, random (+ keep-all)
@@ -256,8 +306,14 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> Report:
     chosen = [s for s in SCENARIOS if not args.only or s in args.only]
     for name in chosen:
         start = time.perf_counter()
-        print(f"bench: {name} ({args.size}) ...", file=sys.stderr, flush=True)
+        load = load_average()
+        print(f"bench: {name} ({args.size}), load average {load} ...", file=sys.stderr, flush=True)
+        first_row = len(report.rows)
         scenarios.run(name, report, args.sizes[name], env)
+        for row in report.rows[first_row:]:
+            if row.load is None:
+                row.load = load
+        report.machine.setdefault("load_average_by_scenario", {})[name] = [load, load_average()]
         report.scenarios.append(name)
         report.seconds[name] = round(time.perf_counter() - start, 1)
         print(f"bench: {name} done in {report.seconds[name]:.1f} s", file=sys.stderr, flush=True)
@@ -271,6 +327,12 @@ def output(report: Report, args: argparse.Namespace) -> None:
         print(extra)
         print()
     print(machine_line(report.machine))
+    loads = report.machine.get("load_average_by_scenario", {})
+    if loads:
+        print(
+            "Load average (1 min) at each scenario's start → end: "
+            + ", ".join(f"{name} {a} → {b}" for name, (a, b) in loads.items())
+        )
     overrides = f" with {', '.join(args.set)}" if args.set else ""
     print(f"Size: {args.size}{overrides}; seconds per scenario: {report.seconds}")
     if args.size != "full":

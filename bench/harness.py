@@ -36,12 +36,58 @@ class Row:
     higher_is_better: bool = False
     note: str = ""
     tail: str = "p99"  # the percentile in the tail columns (the dashboard's target is p95)
+    # Interleaved scenarios: (lowest, highest) of the per-repetition medians and of the
+    # per-repetition ratios, printed beside the medians; how many repetitions.
+    ours_range: tuple[float, float] | None = None
+    base_range: tuple[float, float] | None = None
+    ratio_range: tuple[float, float] | None = None
+    repetitions: int | None = None
+    # The 1-minute load average when the scenario started (set by the command).
+    load: float | None = None
+
+    # Set by ``Row.interleaved``: the median of the per-repetition ratios (paired, so
+    # load drift between repetitions cancels), rather than a ratio of two medians.
+    paired_ratio: float | None = None
 
     @property
     def ratio(self) -> float | None:
+        if self.paired_ratio is not None:
+            return self.paired_ratio
         if not self.ours or not self.base:
             return None
         return self.ours / self.base if self.higher_is_better else self.base / self.ours
+
+    @classmethod
+    def interleaved(
+        cls, scenario: str, size: str, ours: list[list[float]], base: list[list[float]], **kw
+    ) -> Row:
+        """A row from repetitions that ran ours and the baseline alternately: the medians
+        and tails over every sample, the range of the per-repetition medians, and the
+        ratio as the median of the per-repetition ratios (with their range)."""
+        higher = kw.get("higher_is_better", False)
+        ours_meds = [median(r) for r in ours]
+        base_meds = [median(r) for r in base]
+        ratios = [
+            (o / b if higher else b / o)
+            for o, b in zip(ours_meds, base_meds, strict=True)
+            if o and b
+        ]
+        flat_ours = [x for r in ours for x in r]
+        flat_base = [x for r in base for x in r]
+        return cls(
+            scenario,
+            size,
+            median(flat_ours),
+            percentile(flat_ours, 99) if len(flat_ours) > 1 else None,
+            median(flat_base),
+            percentile(flat_base, 99) if len(flat_base) > 1 else None,
+            ours_range=(min(ours_meds), max(ours_meds)),
+            base_range=(min(base_meds), max(base_meds)),
+            ratio_range=(min(ratios), max(ratios)) if ratios else None,
+            paired_ratio=median(ratios) if ratios else None,
+            repetitions=len(ours),
+            **kw,
+        )
 
 
 @dataclass
@@ -92,6 +138,35 @@ def percentile(values: list[float], p: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def alternate(contenders: dict[str, Callable[[], list[float]]], repetitions: int) -> dict:
+    """Run every contender once per repetition, the order rotating each time so none is
+    always first; returns each one's samples per repetition. Ours and the baselines
+    thus see the same load, repetition by repetition."""
+    names = list(contenders)
+    out: dict[str, list[list[float]]] = {name: [] for name in names}
+    for rep in range(repetitions):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            out[name].append(contenders[name]())
+    return out
+
+
+async def alternate_async(contenders: dict, repetitions: int) -> dict[str, list[list[float]]]:
+    """``harness.alternate`` for coroutines: each contender once per repetition, the
+    order rotating."""
+    names = list(contenders)
+    out: dict[str, list[list[float]]] = {name: [] for name in names}
+    for rep in range(repetitions):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            out[name].append(await contenders[name](rep))
+    return out
+
+
+def load_average() -> float | None:
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 
 
 def timed(fn: Callable[[], object], repeat: int, warmup: int = 1) -> list[float]:
@@ -163,21 +238,35 @@ def table(report: Report) -> str:
     """The one table, as Markdown (readable in a terminal, pasteable into the README)."""
     header = (
         "| scenario | size | ours (median) | ours (p99) | baseline | baseline (median) "
-        "| baseline (p99) | ratio | target | met? |"
+        "| baseline (p99) | ratio | target | met? | reps | load |"
     )
-    lines = [header, "|" + " --- |" * 10]
+    lines = [header, "|" + " --- |" * 12]
     for r in report.rows:
-        ratio = (
-            "—" if r.ratio is None else f"{r.ratio:,.1f}×" if r.ratio >= 10 else f"{r.ratio:.2f}×"
-        )
         met = {True: "yes", False: "**no**", None: "—"}[r.met]
         lines.append(
-            f"| {r.scenario} | {r.size} | {_fmt(r.ours, r.unit)} | {_fmt(r.ours_p99, r.unit)}"
+            f"| {r.scenario} | {r.size} | {_fmt(r.ours, r.unit)}{_range(r.ours_range, r.unit)} "
+            f"| {_fmt(r.ours_p99, r.unit)}"
             f"{'' if r.tail == 'p99' or r.ours_p99 is None else f' ({r.tail})'} "
-            f"| {r.baseline or '—'} | {_fmt(r.base, r.unit)} | {_fmt(r.base_p99, r.unit)} "
-            f"| {ratio} | {r.target or '—'} | {met} |"
+            f"| {r.baseline or '—'} | {_fmt(r.base, r.unit)}{_range(r.base_range, r.unit)} "
+            f"| {_fmt(r.base_p99, r.unit)} "
+            f"| {_ratio(r.ratio)}{_ratio_range(r.ratio_range)} | {r.target or '—'} | {met} "
+            f"| {r.repetitions or 1} | {'—' if r.load is None else f'{r.load:.2f}'} |"
         )
     return "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}×" if value >= 10 else f"{value:.2f}×"
+
+
+def _range(span: tuple[float, float] | None, unit: str) -> str:
+    if span is None:
+        return ""
+    return f" ({_fmt(span[0], unit).split()[0]}–{_fmt(span[1], unit)})"
+
+
+def _ratio_range(span: tuple[float, float] | None) -> str:
+    return "" if span is None else f" ({_ratio(span[0])}–{_ratio(span[1])})"
 
 
 def machine_line(m: dict) -> str:

@@ -106,34 +106,40 @@ def ingest(args: dict, pipe) -> dict:
 
     sessions = _build_sessions(args)
 
-    def timed(add) -> tuple[list[float], float, float]:
+    rounds = args.get("rounds", 1)
+
+    def timed(add) -> dict:
+        """Per round (the parent says go for each): that round's share of the sessions,
+        timed, sent back; the parent interleaves the rounds of ours and the baseline."""
         add(_warmup_session(args))  # imports, connection, the app's policy row
         pipe.send("ready")
-        pipe.recv()
-        times = []
-        begin = time.time()
-        for session in sessions:
-            t = time.perf_counter()
-            add(session)
-            times.append((time.perf_counter() - t) * 1000)
-        return times, begin, time.time()
+        for r in range(rounds):
+            pipe.recv()
+            times = []
+            begin = time.time()
+            for session in sessions[r::rounds]:
+                t = time.perf_counter()
+                add(session)
+                times.append((time.perf_counter() - t) * 1000)
+            out = {"times_ms": times, "start": begin, "end": time.time()}
+            if r < rounds - 1:
+                pipe.send(out)
+        return {**out, "peak_rss_mb": _peak_rss_mb()}
 
     if args["service"] == "ours":
         from django.utils import timezone
 
         from records.memory_service import add_session
 
-        times, begin, end = timed(lambda s: add_session(s, timezone.now()))
-    else:
-        from google.adk.memory._sqlite_memory_service import SqliteMemoryService
+        return timed(lambda s: add_session(s, timezone.now()))
+    from google.adk.memory._sqlite_memory_service import SqliteMemoryService
 
-        service = SqliteMemoryService(args["sqlite_path"])
-        loop = asyncio.new_event_loop()
-        times, begin, end = timed(
-            lambda s: loop.run_until_complete(service.add_session_to_memory(s))
-        )
+    service = SqliteMemoryService(args["sqlite_path"])
+    loop = asyncio.new_event_loop()
+    try:
+        return timed(lambda s: loop.run_until_complete(service.add_session_to_memory(s)))
+    finally:
         loop.close()
-    return {"times_ms": times, "start": begin, "end": end, "peak_rss_mb": _peak_rss_mb()}
 
 
 def _warmup_session(args: dict):

@@ -15,6 +15,9 @@ from google.adk.sessions.session import Session
 from .http import RemoteService, segment, session_path, user_path
 from .wire import dump, json_safe_state, session_from, without_temp_state
 
+# Sessions per request when listing (the server's largest page).
+PAGE_SIZE = 1_000
+
 
 def _stripped(session_id: object) -> object:
     # ADK's services ignore surrounding whitespace in a session id; so does memadmin.
@@ -28,6 +31,8 @@ class RemoteSessionService(RemoteService, BaseSessionService):
     idempotent appends and stale-session detection (each session carries the revision
     it was read at; appending from an older one raises ADK's ``StaleSessionError``).
     """
+
+    page_size = PAGE_SIZE  # sessions per request when listing
 
     @override
     async def create_session(
@@ -88,8 +93,24 @@ class RemoteSessionService(RemoteService, BaseSessionService):
             path = f"/apps/{segment('app_name', app_name)}/sessions"
         else:
             path = f"{user_path(app_name, user_id)}/sessions"
-        response = await self.client.request("GET", path, app_name=app_name, idempotent=True)
-        return ListSessionsResponse(sessions=[session_from(s) for s in response.json()["sessions"]])
+        # The server answers a page at a time; ADK's interface returns the whole list, so
+        # follow the cursor to the end. A session updated meanwhile comes again, later in
+        # the order: the later copy wins, at its later place.
+        listed: dict[tuple[str, str], Session] = {}
+        params: dict[str, Any] = {"limit": self.page_size}
+        while True:
+            page = (
+                await self.client.request(
+                    "GET", path, params=params, app_name=app_name, idempotent=True
+                )
+            ).json()
+            for item in page["sessions"]:
+                session = session_from(item)
+                listed.pop((session.user_id, session.id), None)
+                listed[(session.user_id, session.id)] = session
+            if not page.get("nextCursor"):
+                return ListSessionsResponse(sessions=list(listed.values()))
+            params["cursor"] = page["nextCursor"]
 
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:

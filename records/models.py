@@ -373,10 +373,16 @@ class AgentSession(models.Model):
                 name="session_ids_not_empty",
             ),
         ]
+        # In the listing's order (records.sessions.LISTING_ORDER), so a listing or a page
+        # of it is read in index order with no sort, for the app or for one user.
         indexes = [
-            models.Index(fields=["app_name", "last_update_time"], name="session_app_updated"),
             models.Index(
-                fields=["app_name", "user_id", "last_update_time"], name="session_user_updated"
+                fields=["app_name", "last_update_time", "user_id", "session_id"],
+                name="session_app_listing",
+            ),
+            models.Index(
+                fields=["app_name", "user_id", "last_update_time", "session_id"],
+                name="session_user_listing",
             ),
         ]
 

@@ -7,6 +7,7 @@ thread-sensitive executor, so ORM work never blocks the event loop.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any, override
@@ -34,12 +35,24 @@ def _release_stale_connections() -> None:
             conn.close_if_unusable_or_obsolete()
 
 
+# Idle seconds after which the next call checks its connection first (a `SELECT 1` with
+# CONN_HEALTH_CHECKS). A Runner appends and reads in bursts: checking before every call
+# would add a round trip to each, while a connection used a moment ago is alive, and a
+# failed call is cleaned up straight after it.
+HEALTH_CHECK_AFTER_IDLE = 1.0
+_last_call_end = -HEALTH_CHECK_AFTER_IDLE  # monotonic; touched in the executor thread only
+
+
 def _in_request_cycle[T](fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    _release_stale_connections()
+    global _last_call_end
+    if time.monotonic() - _last_call_end >= HEALTH_CHECK_AFTER_IDLE:
+        _release_stale_connections()
     try:
         return fn(*args, **kwargs)
     finally:
-        _release_stale_connections()
+        if any(c.errors_occurred for c in connections.all(initialized_only=True)):
+            _release_stale_connections()
+        _last_call_end = time.monotonic()
 
 
 async def run_db[T](fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

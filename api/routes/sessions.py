@@ -9,6 +9,7 @@ from google.adk.sessions.session import Session
 from ninja import Query, Router
 
 from records import sessions
+from records.models import SESSION_ID_MAX, USER_ID_MAX
 
 from ..errors import ApiError
 from ..schemas import (
@@ -52,28 +53,88 @@ def create_session(request, app_name: AppName, user_id: UserId, body: CreateSess
     return _session_json(session, status=201)
 
 
+# A page cursor is the position of the last session of the page before: its
+# lastUpdateTime, then its user and session ids as the hex of their UTF-8. Every string
+# of this pattern is a position (one made by hand starts its page there), so a cursor
+# the pattern accepts is never refused.
+CURSOR_PATTERN = r"^[0-9]{1,12}(?:\.[0-9]{1,20})?~(?:[0-9a-f]{2})+~(?:[0-9a-f]{2})+$"
+CURSOR_MAX = 12 + 1 + 20 + 2 + 8 * (USER_ID_MAX + SESSION_ID_MAX)
+PAGE_DEFAULT, PAGE_MAX = 100, 1_000
+
+Cursor = Query(
+    None,
+    max_length=CURSOR_MAX,
+    pattern=CURSOR_PATTERN,
+    description="The `nextCursor` of the page before; absent for the first page.",
+)
+Limit = Query(
+    PAGE_DEFAULT,
+    ge=1,
+    le=PAGE_MAX,
+    description=f"Sessions per page (default {PAGE_DEFAULT}, at most {PAGE_MAX}).",
+)
+
+
+def encode_cursor(position: tuple[float, str, str]) -> str:
+    updated, user_id, session_id = position
+    return f"{updated!r}~{user_id.encode().hex()}~{session_id.encode().hex()}"
+
+
+def decode_cursor(cursor: str) -> tuple[float, str, str]:
+    updated, user_hex, session_hex = cursor.split("~")
+
+    def text(hexed: str) -> str:
+        # Hand-made bytes still name a position: bad UTF-8 and NUL become U+FFFD.
+        return bytes.fromhex(hexed).decode(errors="replace").replace("\x00", "\ufffd")
+
+    return float(updated), text(user_hex), text(session_hex)
+
+
+def _page(app_name: str, user_id: str | None, cursor: str | None, limit: int):
+    page = sessions.list_sessions_page(
+        app_name=app_name,
+        user_id=user_id,
+        after=None if cursor is None else decode_cursor(cursor),
+        limit=limit,
+    )
+    return adk_json(
+        SessionListOut(
+            sessions=[SessionOut.of(s) for s in page.sessions],
+            next_cursor=None if page.next_after is None else encode_cursor(page.next_after),
+        )
+    )
+
+
+PAGING = (
+    "Without events, oldest ``lastUpdateTime`` first (then user and session id), a page at a "
+    "time: follow ``nextCursor`` until it is absent. Each page costs the same however deep. "
+    "A session updated while you page moves to the end and is listed again there (keep "
+    "the later copy); none is skipped."
+)
+
+
 @router.get(
     "/sessions",
     response={200: SessionListOut, **ERRORS},
     by_alias=True,
-    summary="List the user's sessions (list_sessions)",
+    summary="List the user's sessions (list_sessions), a page at a time",
+    description=PAGING,
 )
-def list_user_sessions(request, app_name: AppName, user_id: UserId):
-    """Without events, oldest ``lastUpdateTime`` first."""
-    listed = sessions.list_sessions(app_name=app_name, user_id=user_id)
-    return adk_json(SessionListOut(sessions=[SessionOut.of(s) for s in listed.sessions]))
+def list_user_sessions(
+    request, app_name: AppName, user_id: UserId, cursor: str | None = Cursor, limit: int = Limit
+):
+    return _page(app_name, user_id, cursor, limit)
 
 
 @app_router.get(
     "/sessions",
     response={200: SessionListOut, **ERRORS},
     by_alias=True,
-    summary="List every user's sessions (list_sessions without user_id)",
+    summary="List every user's sessions (list_sessions without user_id), a page at a time",
+    description=PAGING,
 )
-def list_app_sessions(request, app_name: AppName):
-    """Without events, oldest ``lastUpdateTime`` first."""
-    listed = sessions.list_sessions(app_name=app_name)
-    return adk_json(SessionListOut(sessions=[SessionOut.of(s) for s in listed.sessions]))
+def list_app_sessions(request, app_name: AppName, cursor: str | None = Cursor, limit: int = Limit):
+    return _page(app_name, None, cursor, limit)
 
 
 @router.get(

@@ -186,6 +186,38 @@ def test_create_get_list_and_delete_a_session(api):
     assert_error(api.get("sessions/s1"), 404, "session_not_found", "s1")
 
 
+def test_listings_come_a_page_at_a_time_following_next_cursor(api):
+    for i in range(5):
+        new_session(api, f"s{i}")
+    api.post("sessions", {"sessionId": "b0"}, user="bob")
+    for path in ("sessions", f"/apps/{APP}/sessions"):
+        everything = [s["id"] for s in api.get(path, limit=1000).json()["sessions"]]
+        walked, query, pages = [], {"limit": 2}, 0
+        while True:
+            body = api.get(path, **query).json()
+            walked += [s["id"] for s in body["sessions"]]
+            pages += 1
+            if "nextCursor" not in body:
+                break
+            query["cursor"] = body["nextCursor"]
+        assert walked == everything and len(walked) == (5 if path == "sessions" else 6)
+        assert pages == len(walked) // 2 + len(walked) % 2
+    assert "nextCursor" not in api.get("sessions").json()  # 5 fit the default page
+
+
+def test_a_cursor_made_by_hand_is_a_position_and_a_malformed_one_is_422(api):
+    new_session(api, "s1")
+    # Any cursor of the documented pattern names a position, here one before everything.
+    before_all = f"1000~{b'a'.hex()}~ff"
+    assert [s["id"] for s in api.get("sessions", cursor=before_all).json()["sessions"]] == ["s1"]
+    after_all = "999999999999~61~61"
+    assert api.get("sessions", cursor=after_all).json() == {"sessions": []}
+    for bad in ("not-a-cursor", "12~6~61", "1.5~~61"):
+        assert_error(api.get("sessions", cursor=bad), 422, "invalid_request", "cursor")
+    for limit in (0, 1001):
+        assert_error(api.get("sessions", limit=limit), 422, "invalid_request", "limit")
+
+
 def test_append_event_stores_it_applies_state_and_bumps_the_revision(api):
     session = new_session(api)
     ev = event(

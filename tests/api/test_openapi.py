@@ -90,3 +90,20 @@ def test_the_fuzz_test_refuses_valid_requests_being_refused():
     from tests.api.test_fuzz import CONFIG
 
     assert CONFIG.projects.default.checks.positive_data_acceptance.enabled
+
+
+def test_listings_document_their_cursor_paging(document):
+    from api.routes.sessions import CURSOR_PATTERN, PAGE_MAX, decode_cursor, encode_cursor
+
+    for path in (f"{USER_PATH}/sessions", "/api/v1/apps/{app_name}/sessions"):
+        cursor = parameter(document, path, "get", "cursor")
+        assert cursor["pattern"] == CURSOR_PATTERN
+        limit = parameter(document, path, "get", "limit")
+        assert (limit["minimum"], limit["maximum"]) == (1, PAGE_MAX)
+        assert "nextCursor" in document["paths"][path]["get"]["description"]
+    listing = document["components"]["schemas"]["SessionListOut"]["properties"]
+    assert "nextCursor" in listing and "next page" in json.dumps(listing["nextCursor"])
+    # What the server hands out matches the pattern it documents, and reads back exactly.
+    for position in ((1_790_000_000.123456, "ünï", "s 1"), (946_684_800.0, "u", "\U0001f600")):
+        made = encode_cursor(position)
+        assert re.search(CURSOR_PATTERN, made) and decode_cursor(made) == position

@@ -47,7 +47,7 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     report = json.loads(out.read_text())
@@ -61,14 +61,37 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "dashboard: user page",
         f"rules: {len(DEFAULT_RULES)} defaults",
         "rules: staff pattern",
+        "sessions: append_event",
+        "sessions: get_session",
+        "sessions: list_sessions",
+        "sessions: first page of 100",
+        "scale: enforcement pass",
+        "scale: search",
+        "scale: ingest",
     }
+    # Ours and each baseline alternate within repetitions: at least three, the range of
+    # the per-repetition medians beside the median, the load average on every row.
+    interleaved = [
+        r
+        for r in report["rows"]
+        if r["scenario"].startswith(("search", "sessions:", "scale: search", "scale: ingest"))
+    ]
+    session_baselines = {r["baseline"] for r in interleaved if r["scenario"].startswith("sess")}
+    assert {"ADK DatabaseSessionService", "ADK InMemorySessionService"} <= session_baselines
+    for row in interleaved:
+        assert row["repetitions"] >= 3, row
+        assert row["ours_range"][0] <= row["ours_range"][1], row
+        assert row["ratio_range"][0] <= row["ratio"] <= row["ratio_range"][1], row
+    assert all(isinstance(r.get("load"), float) for r in report["rows"]), report["rows"]
+    assert set(report["machine"]["load_average_by_scenario"]) == set(TIMED)
     failed = [c for c in report["checks"] if not c["passed"]]
     assert not failed, failed
     assert len(report["checks"]) >= 15
     table = proc.stdout
-    for column in ("ours (median)", "baseline (median)", "ratio", "target", "met?"):
+    for column in ("ours (median)", "baseline (median)", "ratio", "target", "met?", "reps", "load"):
         assert column in table
     assert "Machine: " in table and "PostgreSQL" in table
+    assert "Load average (1 min) at each scenario's start" in table
 
 
 def test_refuses_a_database_that_does_not_look_like_a_bench_database():

@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events.event import Event
@@ -339,3 +339,101 @@ def test_concurrent_appends_to_a_users_sessions_lose_no_user_state(run_in_thread
     keys = {f"w{n}-{i}" for n in range(writers) for i in range(per_writer)}
     assert set(sessions.get_user_state(app_name=APP, user_id=ALICE)) == keys
     assert set(AppState.objects.get(app_name=APP).state) == keys
+
+
+# --- listing at scale: pages by cursor, constant statements -----------------------------
+
+
+def _sessions_at(times: dict[tuple[str, str], float]) -> None:
+    for (user, sid), t in times.items():
+        sessions.create_session(app_name=APP, user_id=user, session_id=sid, now=t)
+
+
+@pytest.mark.django_db
+def test_pages_walk_the_whole_listing_in_its_order_without_repeats():
+    base = time.time() - 1_000
+    # Ties on the update time are ordered by user, then session id.
+    times = {("bob", "b1"): base + 1, ("alice", "a2"): base + 1, ("alice", "a1"): base + 1}
+    times.update({(f"u{i}", f"s{i}"): base + 2 + i for i in range(6)})
+    _sessions_at(times)
+    sessions.append_event(
+        sessions.get_session(app_name=APP, user_id="u0", session_id="s0"), event(ts=base + 50)
+    )
+    whole = [(s.user_id, s.id) for s in sessions.list_sessions(app_name=APP).sessions]
+    assert whole[:3] == [("alice", "a1"), ("alice", "a2"), ("bob", "b1")]
+    assert whole[-1] == ("u0", "s0")  # moved to the end by its new event
+
+    walked, after, pages = [], None, 0
+    while True:
+        page = sessions.list_sessions_page(app_name=APP, after=after, limit=4)
+        walked += [(s.user_id, s.id) for s in page.sessions]
+        pages += 1
+        assert all(s.events == [] for s in page.sessions)
+        if page.next_after is None:
+            break
+        after = page.next_after
+    assert walked == whole and pages == 3
+    one_user = sessions.list_sessions_page(app_name=APP, user_id="alice", limit=1)
+    assert [s.id for s in one_user.sessions] == ["a1"]
+    rest = sessions.list_sessions_page(
+        app_name=APP, user_id="alice", after=one_user.next_after, limit=5
+    )
+    assert [s.id for s in rest.sessions] == ["a2"] and rest.next_after is None
+
+
+@pytest.mark.django_db
+def test_a_session_updated_while_paging_is_listed_again_later_and_none_is_skipped():
+    base = time.time() - 1_000
+    _sessions_at({(ALICE, f"s{i}"): base + i for i in range(5)})
+    first = sessions.list_sessions_page(app_name=APP, limit=2)
+    assert [s.id for s in first.sessions] == ["s0", "s1"]
+    # s0 (seen) and s3 (not yet seen) get new events before the next page is read.
+    for sid, ts in (("s0", base + 10), ("s3", base + 11)):
+        sessions.append_event(
+            sessions.get_session(app_name=APP, user_id=ALICE, session_id=sid), event(ts=ts)
+        )
+    rest = sessions.list_sessions_page(app_name=APP, after=first.next_after, limit=10)
+    assert [s.id for s in rest.sessions] == ["s2", "s4", "s0", "s3"]
+    assert rest.sessions[-1].last_update_time == base + 11
+
+
+@pytest.mark.django_db
+def test_a_page_needs_a_positive_limit_and_valid_ids():
+    with pytest.raises(ValueError, match="limit must be at least 1"):
+        sessions.list_sessions_page(app_name=APP, limit=0)
+    with pytest.raises(ValueError, match="app_name must not be empty"):
+        sessions.list_sessions_page(app_name=" ", limit=5)
+
+
+@pytest.mark.django_db
+def test_listing_takes_three_statements_however_many_sessions_and_events(
+    django_assert_num_queries,
+):
+    def listing_with(n: int) -> None:
+        for i in range(n):
+            s = sessions.create_session(
+                app_name=APP, user_id=f"u{i}", session_id=f"n{n}-{i}", state={"user:k": i}
+            )
+            sessions.append_event(s, event())
+        with django_assert_num_queries(3):  # sessions, app state, user states
+            listed = sessions.list_sessions(app_name=APP).sessions
+        assert all(s.events == [] for s in listed)
+        assert {s.state["user:k"] for s in listed} == set(range(n))
+
+    listing_with(2)
+    listing_with(12)
+
+
+@pytest.mark.django_db
+def test_append_and_get_take_a_fixed_number_of_statements(django_assert_num_queries):
+    session = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    # The savepoint and its release (the test's transaction); the user's lock (PostgreSQL);
+    # the row with the stored-id check and the last position; the event; the row's update.
+    expected = 5 + (connection.vendor == "postgresql")
+    for i in range(3):
+        with django_assert_num_queries(expected):
+            sessions.append_event(session, event(f"turn {i}", delta={"k": i}))
+    with django_assert_num_queries(2):  # the row with both shared states; the events
+        got = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert [e.content.parts[0].text for e in got.events] == ["turn 0", "turn 1", "turn 2"]
+    assert got.state == {"k": 2}
