@@ -41,6 +41,9 @@ def unclaimed_after() -> timedelta:
 
 
 Progress = Callable[[Run], None]
+# Sends a run's or an item's message, given its id: the tasks module passes its tasks'
+# ``delay`` in, so this engine never imports the tasks built on it.
+Send = Callable[[int], object]
 
 
 def worker_name() -> str:
@@ -56,9 +59,11 @@ def create_run(
     plan: Run | None = None,
     by=None,
     schedule_key: str | None = None,
-    enqueue: bool = True,
+    enqueue: Send | None = None,
 ) -> Run | None:
-    """Create a queued run and (after commit) nudge a worker. None if the slot is taken.
+    """Create a queued run and (after commit) nudge a worker with ``enqueue(run id)``
+    (``sweeper.tasks.execute_run.delay``; None: the caller runs it inline). None if the
+    slot is taken.
 
     A run limited to one app needs an app memadmin knows (UnknownApp, a ValueError):
     for a typo it would plan nothing, create the app's policy and succeed.
@@ -82,9 +87,7 @@ def create_run(
             return None  # another beat took this slot, or the plan was applied already
         raise
     if enqueue:
-        from .tasks import execute_run
-
-        transaction.on_commit(lambda: execute_run.delay(run.id))
+        transaction.on_commit(lambda: enqueue(run.id))
     return run
 
 
@@ -203,14 +206,14 @@ def message_due(now: datetime) -> Q:
     return Q(queued_at__isnull=True) | Q(queued_at__lt=now - stale_after())
 
 
-def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
+def reconcile(
+    now: datetime | None = None, *, send_run: Send, send_item: Send
+) -> dict[str, list[int]]:
     """Re-queue runs that lost their message and items whose worker died.
 
     Each is sent at most once per stale period (``queued_at`` records the last send),
     however often the reconciler passes and however long the workers stay down.
     """
-    from .tasks import execute_run, run_item
-
     now = now or timezone.now()
     with transaction.atomic():
         runs = _take_due(
@@ -232,9 +235,9 @@ def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
             now,
         )
     for run_id in runs:
-        execute_run.delay(run_id)
+        send_run(run_id)
     for item_id in items:
-        run_item.delay(item_id)
+        send_item(item_id)
     if runs or items:
         log.warning("reconciler re-queued %d run(s) and %d item(s)", len(runs), len(items))
     return {"runs": runs, "items": items}

@@ -186,7 +186,12 @@ def _slot(kind: str, now: datetime, seconds: int) -> str:
 @shared_task(ignore_result=True)
 def scheduled_sweep(slot_seconds: int = 86400) -> int | None:
     now = timezone.now()
-    run = runs.create_run(RunKind.SWEEP, as_of=now, schedule_key=_slot("sweep", now, slot_seconds))
+    run = runs.create_run(
+        RunKind.SWEEP,
+        as_of=now,
+        schedule_key=_slot("sweep", now, slot_seconds),
+        enqueue=execute_run.delay,
+    )
     return run.id if run else None
 
 
@@ -194,7 +199,10 @@ def scheduled_sweep(slot_seconds: int = 86400) -> int | None:
 def scheduled_enforce(slot_seconds: int = 3600) -> int | None:
     now = timezone.now()
     run = runs.create_run(
-        RunKind.ENFORCE, as_of=now, schedule_key=_slot("enforce", now, slot_seconds)
+        RunKind.ENFORCE,
+        as_of=now,
+        schedule_key=_slot("enforce", now, slot_seconds),
+        enqueue=execute_run.delay,
     )
     return run.id if run else None
 
@@ -212,6 +220,11 @@ def rollup_metrics() -> None:
     prune_regret_terms(now)
 
 
+def reconcile(now: datetime | None = None) -> dict:
+    """``runs.reconcile`` sending through these tasks."""
+    return runs.reconcile(now, send_run=execute_run.delay, send_item=run_item.delay)
+
+
 @shared_task(ignore_result=True)
 def reconcile_runs() -> dict:
-    return runs.reconcile()
+    return reconcile()
