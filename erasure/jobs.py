@@ -47,7 +47,7 @@ from memadmin import audit as staff_audit
 from memadmin import pseudonyms
 from memadmin.roles import COMPLIANCE, has_role
 from records import erasure_guard, touches
-from records.store import check_scope
+from records.ids import check_scope
 from records.locks import acquire_user_lock, user_lock_key
 from records.models import APP_NAME_MAX, MemoryRecord
 from records.selectors.apps import UnknownApp, is_known_app

@@ -17,7 +17,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import feedback, store
+from . import feedback, search
 from .memory_service import add_session
 from .models import (
     AgentSession,
@@ -548,7 +548,7 @@ def seed_history(
                 add_session(_history_session(rng, app, user, f"{user}-d{k}", when), when)
                 out.sessions += 1
             if regulars[app] and k % 2 == 0:  # an agent looks for a note evicted earlier
-                store.note_regret(app, regulars[app][0], REGRET_QUERY, start + timedelta(hours=6))
+                search.note_regret(app, regulars[app][0], REGRET_QUERY, start + timedelta(hours=6))
             if regulars[app] and k == CORRECTION_DAYS[app]:  # a user had to repeat something
                 feedback.report_correction(
                     app,

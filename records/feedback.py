@@ -20,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F
 
 from . import search_text
+from .ids import check_scope
 from .models import Correction, DailyCounter, RegretTerm
 
 REGRET_WINDOW = timedelta(days=30)
@@ -160,8 +161,6 @@ def report_correction(
     app_name: str, user_id: str, now: datetime, *, session_id: str = "", about: str = ""
 ) -> Correction:
     """Record that the user had to repeat something. ``about`` is matched, never stored."""
-    from .store import check_scope
-
     check_scope(app_name, user_id, session_id)
     matched = bool(about) and is_regret(app_name, user_id, _terms(about), now)
     correction = Correction.objects.create(

@@ -19,7 +19,7 @@ SESSION_ID_MAX = 256
 
 
 # The model's defaults are the pure policy's (the "default" preset, the caps and TTL).
-DEFAULTS = pure.PolicyParams()
+DEFAULTS = pure.DEFAULTS
 
 
 class Policy(models.Model):
@@ -62,7 +62,8 @@ class Policy(models.Model):
         help_text="Text no rule matches scores by the information it carries (else 0.2).",
     )
     session_idle_days = models.PositiveIntegerField(
-        default=7, help_text="Sessions idle this long are retired by the sweeper."
+        default=DEFAULTS.session_idle_days,
+        help_text="Sessions idle this long are retired by the sweeper.",
     )
     summarise = models.BooleanField(
         default=False, help_text="Merge clusters of low-score victims into a summary first."
@@ -111,6 +112,7 @@ class Policy(models.Model):
             past_due_half_life=timedelta(hours=self.past_due_half_life_hours),
             supersede=self.supersede,
             information_importance=self.information_importance,
+            session_idle_days=self.session_idle_days,
         )
 
     @property
@@ -122,41 +124,13 @@ class Policy(models.Model):
             return None
 
     def clean(self) -> None:
+        """The pure policy's validation (``records.policy.problems``), by field."""
         errors: dict[str, list[str]] = {}
-        if self.ttl_days is not None and self.ttl_days < 1:
-            errors.setdefault("ttl_days", []).append("TTL must be at least 1 day.")
-        if self.half_life_hours is not None and not self.half_life_hours > 0:
-            errors.setdefault("half_life_hours", []).append("Half-life must be positive.")
-        if self.session_idle_days is not None and self.session_idle_days < 1:
-            errors.setdefault("session_idle_days", []).append("Idle threshold must be >= 1 day.")
-        if self.fresh_start is not None and not 0 <= self.fresh_start <= 10:
-            errors.setdefault("fresh_start", []).append(
-                "Fresh start must be from 0 to 10 half-lives."
-            )
-        if self.past_due_half_life_hours is not None and not self.past_due_half_life_hours >= 0:
-            errors.setdefault("past_due_half_life_hours", []).append(
-                "The past-due half-life must be 0 (never decays) or positive."
-            )
+        for field, messages in pure.problems(self.snapshot()).items():
+            key = "__all__" if field == pure.WEIGHTS else field
+            errors.setdefault(key, []).extend(pure.as_shown(m) for m in messages)
         if self.summarise_min_cluster is not None and self.summarise_min_cluster < 2:
             errors.setdefault("summarise_min_cluster", []).append("A cluster needs >= 2 records.")
-        for name in ("max_records", "max_tokens", "saturation_hits"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                errors.setdefault(name, []).append("Must be at least 1.")
-        for name, problem in pure.limit_problems(self.snapshot()).items():
-            errors.setdefault(name, []).append(problem)
-        weights = [self.w_recency, self.w_frequency, self.w_importance]
-        if all(w is not None for w in weights):
-            if any(w < 0 for w in weights):
-                errors.setdefault("__all__", []).append("Weights must be at least 0.")
-            elif any(0 < w < pure.MIN_WEIGHT for w in weights):
-                errors.setdefault("__all__", []).append(
-                    f"Each weight must be 0 or at least {pure.MIN_WEIGHT}."
-                )
-            elif abs(sum(weights) - 1.0) > 1e-6:
-                errors.setdefault("__all__", []).append(
-                    f"Weights must sum to 1; recency + frequency + importance = {sum(weights):.4f}."
-                )
         if errors:
             raise ValidationError(errors)
 
