@@ -163,14 +163,15 @@ def report_correction(
     """Record that the user had to repeat something. ``about`` is matched, never stored."""
     check_scope(app_name, user_id, session_id)
     matched = bool(about) and is_regret(app_name, user_id, _terms(about), now)
-    correction = Correction.objects.create(
-        app_name=app_name,
-        user_id=user_id,
-        session_id=session_id,
-        matched_eviction=matched,
-        reported_at=now,
-    )
-    bump(app_name, CORRECTIONS, now)
+    with transaction.atomic():  # the correction and the day's counter, or neither
+        correction = Correction.objects.create(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            matched_eviction=matched,
+            reported_at=now,
+        )
+        bump(app_name, CORRECTIONS, now)
     return correction
 
 

@@ -183,28 +183,25 @@ def _slot(kind: str, now: datetime, seconds: int) -> str:
     return f"{kind}:{int(now.timestamp()) // seconds * seconds}"
 
 
-@shared_task(ignore_result=True)
-def scheduled_sweep(slot_seconds: int = 86400) -> int | None:
+def _scheduled(kind: str, slot_seconds: int) -> int | None:
     now = timezone.now()
     run = runs.create_run(
-        RunKind.SWEEP,
+        kind,
         as_of=now,
-        schedule_key=_slot("sweep", now, slot_seconds),
+        schedule_key=_slot(str(kind), now, slot_seconds),
         enqueue=execute_run.delay,
     )
     return run.id if run else None
+
+
+@shared_task(ignore_result=True)
+def scheduled_sweep(slot_seconds: int = 86400) -> int | None:
+    return _scheduled(RunKind.SWEEP, slot_seconds)
 
 
 @shared_task(ignore_result=True)
 def scheduled_enforce(slot_seconds: int = 3600) -> int | None:
-    now = timezone.now()
-    run = runs.create_run(
-        RunKind.ENFORCE,
-        as_of=now,
-        schedule_key=_slot("enforce", now, slot_seconds),
-        enqueue=execute_run.delay,
-    )
-    return run.id if run else None
+    return _scheduled(RunKind.ENFORCE, slot_seconds)
 
 
 @shared_task(ignore_result=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.utils import timezone
 from ninja import Router, Status
 
@@ -23,8 +22,7 @@ router = Router(tags=["feedback"])
 def report(request, app_name: AppName, user_id: UserId, body: CorrectionIn):
     """Counted in the forgot-something rate; ``about`` is matched against records
     evicted in the last 30 days (as keyed hashes) and never stored."""
-    with transaction.atomic():  # the correction and the day's counter, or neither
-        correction = report_correction(
-            app_name, user_id, timezone.now(), session_id=body.session_id, about=body.about
-        )
+    correction = report_correction(
+        app_name, user_id, timezone.now(), session_id=body.session_id, about=body.about
+    )
     return Status(201, CorrectionOut(matched_eviction=correction.matched_eviction))
