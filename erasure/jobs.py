@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -44,7 +43,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memadmin import audit as staff_audit
-from memadmin import pseudonyms
+from memadmin import claims, pseudonyms
 from memadmin.roles import COMPLIANCE, has_role
 from records import erasure_guard, touches
 from records.ids import check_scope
@@ -94,8 +93,9 @@ def batch_size() -> int:
 
 
 def lease() -> timedelta:
-    """A run that has not heartbeated for this long is presumed dead."""
-    return timedelta(seconds=int(settings.MEMADMIN.get("ERASURE_LEASE_SECONDS", 120)))
+    """A run that has not heartbeated for this long is presumed dead (one lease for
+    every claimed job: ``memadmin.claims``)."""
+    return claims.lease()
 
 
 def subject_of(req) -> Subject:
@@ -300,14 +300,18 @@ def run(
         return models.ErasureStatus.FAILED
 
 
-def _claim(request_id: int, clock: Clock, task_id: str) -> uuid.UUID | None:
-    token = uuid.uuid4()
+def _claim(request_id: int, clock: Clock, task_id: str) -> str | None:
     now = clock()
     with transaction.atomic():
-        claimed = models.ErasureRequest.objects.filter(
-            pk=request_id, status__in=models.OPEN_STATUSES, claim_token__isnull=True
-        ).update(claim_token=token, heartbeat_at=now, attempts=F("attempts") + 1, updated_at=now)
-        if not claimed:
+        token = claims.claim(
+            models.ErasureRequest.objects.filter(
+                pk=request_id, status__in=models.OPEN_STATUSES, claim_token__isnull=True
+            ),
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+            updated_at=now,
+        )
+        if token is None:
             return None
         req = models.ErasureRequest.objects.select_for_update().get(pk=request_id)
         if req.status == models.ErasureStatus.SUBMITTED:

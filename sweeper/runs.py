@@ -13,16 +13,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from memadmin import claims
 from records.selectors.apps import check_known_app
 
 from .models import ItemStatus, Run, RunStatus, WorkItem
@@ -32,7 +31,7 @@ log = logging.getLogger(__name__)
 
 def stale_after() -> timedelta:
     """A claim whose holder has not been heard of for this long is presumed dead."""
-    return timedelta(seconds=settings.MEMADMIN["STALE_CLAIM_SECONDS"])
+    return claims.lease()
 
 
 def unclaimed_after() -> timedelta:
@@ -94,23 +93,17 @@ def create_run(
 def claim_run(run_id: int, now: datetime | None = None) -> str | None:
     """Claim a queued (or abandoned) run; returns the claim token, or None if taken."""
     now = now or timezone.now()
-    token = uuid.uuid4().hex
-    updated = (
-        Run.objects.filter(id=run_id)
-        .filter(
+    return claims.claim(
+        Run.objects.filter(id=run_id).filter(
             Q(status=RunStatus.QUEUED)
             | Q(status=RunStatus.RUNNING, heartbeat_at__lt=now - stale_after(), total=0)
-        )
-        .update(
-            status=RunStatus.RUNNING,
-            claim_token=token,
-            claimed_by=worker_name(),
-            heartbeat_at=now,
-            started_at=Coalesce(F("started_at"), now),
-            attempts=F("attempts") + 1,
-        )
+        ),
+        status=RunStatus.RUNNING,
+        claimed_by=worker_name(),
+        heartbeat_at=now,
+        started_at=Coalesce(F("started_at"), now),
+        attempts=F("attempts") + 1,
     )
-    return token if updated else None
 
 
 def heartbeat(run: Run, token: str) -> bool:
@@ -140,13 +133,13 @@ def fan_out(run: Run, token: str, items: list[WorkItem]) -> bool:
 
 def claim_item(item_id: int, now: datetime | None = None) -> tuple[WorkItem, str] | None:
     now = now or timezone.now()
-    token = uuid.uuid4().hex
-    updated = (
-        WorkItem.objects.filter(id=item_id, status=ItemStatus.PLANNED)
-        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - stale_after()))
-        .update(claim_token=token, claimed_at=now)
+    token = claims.claim(
+        WorkItem.objects.filter(id=item_id, status=ItemStatus.PLANNED).filter(
+            Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - stale_after())
+        ),
+        claimed_at=now,
     )
-    if not updated:
+    if token is None:
         return None
     return WorkItem.objects.select_related("run").get(id=item_id), token
 
