@@ -69,7 +69,7 @@ def register_sqlite_functions(sender, connection, **kwargs):
         )
 
 
-# --- the query -------------------------------------------------------------------------
+# --- the score as SQL expressions ------------------------------------------------------
 
 # PostgreSQL raises "value out of range: underflow" where Python quietly gives 0.0, so
 # the recency exponent is capped (0.5^60 is ~1e-18) and importance below 1e-15 counts as
