@@ -18,6 +18,7 @@ from django.db.models import Count, Q
 
 from records import artifacts as artifact_store
 from records import sessions as session_store
+from records import store
 from records.locks import user_lock
 from records.memory_service import add_session
 from records.models import AgentSession, MemoryRecord, RetiredSession
@@ -95,8 +96,6 @@ def retire_session(
     if enforce:
         add_session(session, now)
     else:  # applying a plan: evict exactly the plan's victims, nothing else
-        from records import store
-
         candidates = store.extractor_for(app_name).from_events(
             app_name, user_id, session_id, session.events
         )
