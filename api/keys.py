@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from records.ids import validate_id
 from records.models import APP_NAME_MAX
-from records.sessions import validate_id
 
 from .models import ApiKey
 

@@ -20,7 +20,7 @@ from records.timestamps import EARLIEST_SECONDS, latest_allowed
 # request validator leaves them out (``for_the_request_validator``).
 CHECKED_BY_SERVICE = "x-checked-by-service"
 
-# records.sessions.validate_id: some non-blank character, no NUL. Linear in the text's
+# records.ids.validate_id: some non-blank character, no NUL. Linear in the text's
 # length (a lookahead at the start only) for any client's validator.
 ID_PATTERN = r"^(?=\s*\S)[^\x00]*$"
 NO_NUL_PATTERN = r"^[^\x00]*$"

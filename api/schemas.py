@@ -31,7 +31,7 @@ REVISION_MAX = 32
 
 def _id(max_length: int, **kwargs: Any) -> Any:
     """An id field: some non-blank character, no NUL, at most ``max_length`` characters
-    (records.sessions.validate_id, stated in the document)."""
+    (records.ids.validate_id, stated in the document)."""
     return Field(min_length=1, max_length=max_length, json_schema_extra=ID_RULE, **kwargs)
 
 

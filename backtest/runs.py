@@ -14,17 +14,19 @@ from .models import BacktestRun, Status
 
 log = logging.getLogger(__name__)
 
+# Progress is saved every this many users: one UPDATE, not one per user.
+PROGRESS_EVERY = 50
 
-def start(by, app_name: str, days: int, candidate: Policy) -> BacktestRun:
-    """Check the input now (a clear message at once) and queue the run."""
+
+def start(by, app_name: str, days: int, candidate: Policy, *, enqueue) -> BacktestRun:
+    """Check the input now (a clear message at once) and queue the run: ``enqueue(run_id)``
+    is sent once the run's row is committed (the task's ``delay``)."""
     service.check_window(app_name, days, timezone.now())
     candidate.params()  # validated by candidate_policy already; a PolicyError here is a bug
     run = BacktestRun.objects.create(
         app_name=app_name, days=days, candidate=candidate.snapshot(), created_by=by
     )
-    from .tasks import run_backtest
-
-    transaction.on_commit(lambda: run_backtest.delay(run.pk))
+    transaction.on_commit(lambda: enqueue(run.pk))
     return run
 
 
@@ -32,8 +34,6 @@ def execute(run_id: int) -> str:
     run = BacktestRun.objects.filter(pk=run_id).first()
     if run is None or run.finished:
         return "gone" if run is None else run.status
-    from .tasks import PROGRESS_EVERY
-
     BacktestRun.objects.filter(pk=run_id).update(status=Status.RUNNING)
 
     def progress(done: int, total: int) -> None:

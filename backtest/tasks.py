@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from records import access_log
 
+from . import runs
+
 log = logging.getLogger(__name__)
 
 
@@ -20,13 +22,7 @@ def prune_access_history() -> int:
     return deleted
 
 
-# Progress is saved every this many users: one UPDATE, not one per user.
-PROGRESS_EVERY = 50
-
-
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_backtest(run_id: int) -> str:
     """Run a queued backtest (``backtest.runs.start``) and keep its report."""
-    from . import runs
-
     return runs.execute(run_id)

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 from memadmin.roles import OPS, check_role, viewer_required
 from records.selectors.apps import is_known_app
 
-from . import charts, runs, service
+from . import charts, runs, service, tasks
 from .forms import BacktestForm
 from .models import BacktestRun
 
@@ -26,7 +26,13 @@ def start(request, app):
     candidate = form.candidate(app) if form.is_valid() else None
     if candidate is not None:
         try:
-            run = runs.start(request.user, app, form.cleaned_data["days"], candidate)
+            run = runs.start(
+                request.user,
+                app,
+                form.cleaned_data["days"],
+                candidate,
+                enqueue=tasks.run_backtest.delay,
+            )
         except service.BacktestError as exc:
             form.add_error("days", str(exc))
         else:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from google.adk.events.event import Event
+from google.genai import types
+
 FIRST = [
     "Ana",
     "Ben",
@@ -321,3 +324,20 @@ def conversation(rng: random.Random, events: int = 20) -> list[tuple[str, str]]:
         else:
             turns.append(("agent", model_text(rng)))
     return turns
+
+
+def events_for(session_id: str, seed: int, start: float) -> list[Event]:
+    rng = random.Random(seed)
+    out = []
+    for i, (author, text) in enumerate(conversation(rng)):
+        role = "user" if author == "user" else "model"
+        out.append(
+            Event(
+                id=f"{session_id}-e{i}",
+                invocation_id=f"{session_id}-inv{i // 2}",
+                author=author,
+                timestamp=start + i,
+                content=types.Content(role=role, parts=[types.Part(text=text)]),
+            )
+        )
+    return out

@@ -22,7 +22,7 @@ django.setup()
 
 from django.utils import timezone  # noqa: E402
 
-from records import erasure  # noqa: E402
+from erasure import jobs  # noqa: E402
 from records.models import MemoryRecord  # noqa: E402
 
 APP, USER = "bench-erasure", "bench-subject"
@@ -57,7 +57,7 @@ def main() -> None:
     baseline = time.perf_counter() - start
 
     fill(n)
-    req = erasure.submit(
+    req = jobs.submit(
         app_name=APP,
         user_id=USER,
         user_id_again=USER,
@@ -67,7 +67,7 @@ def main() -> None:
         enqueue_job=False,
     )
     start = time.perf_counter()
-    status = erasure.run(req.pk)
+    status = jobs.run(req.pk)
     job = time.perf_counter() - start
     req.refresh_from_db()
     batches = req.progress["records.MemoryRecord"]["batches"]

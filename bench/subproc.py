@@ -145,7 +145,7 @@ def ingest(args: dict, pipe) -> dict:
 def _warmup_session(args: dict):
     from google.adk.sessions.session import Session
 
-    from .scenarios.ingest import events_for
+    from .corpus import events_for
 
     return Session(
         id=f"warmup-{args['process']}",
@@ -158,7 +158,7 @@ def _warmup_session(args: dict):
 def _build_sessions(args: dict) -> list:
     from google.adk.sessions.session import Session
 
-    from .scenarios.ingest import events_for
+    from .corpus import events_for
 
     out = []
     users = args["users"]

@@ -2,5 +2,5 @@
 
 This app holds the tables (requests, their append-only audit log, barriers), the
 Celery tasks, the pages and the ``erase`` command. The logic they all call is in
-``records.erasure``; the personal-data inventory it works from is ``records.inventory``.
+``erasure.jobs``; the personal-data inventory it works from is ``erasure.inventory``.
 """

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from django.contrib.humanize.templatetags.humanize import intcomma
 
-from records import erasure
+from . import jobs
 
 # One name per store the job works through, in the words of the dashboard. A test checks
 # that every store of the inventory has one, so a store added later cannot show a label.
@@ -27,8 +27,8 @@ STORE_NAMES = {
     "sweeper.PlanEntry": "dry-run report lines",
     "sweeper.WorkItem": "sweeper work items",
     "memadmin.AuditEntry": "staff audit log (pseudonymised, kept)",
-    erasure.REDIS_STORE: "touch buffer (Redis)",
-    erasure.SEARCH_INDEX: "search index",
+    jobs.REDIS_STORE: "touch buffer (Redis)",
+    jobs.SEARCH_INDEX: "search index",
 }
 
 

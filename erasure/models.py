@@ -1,6 +1,6 @@
 """Erasure requests, their append-only audit log, and the barriers they raise.
 
-The job that works on these rows is ``records.erasure``. A request names its subject
+The job that works on these rows is ``erasure.jobs``. A request names its subject
 in clear (``user_id``) only while it is open or failed: once verified the user id is
 cleared and only ``subject_hash`` (a keyed HMAC) remains, so keeping the request, its
 audit log and its receipt keeps none of the erased data. Audit entries and barriers
@@ -10,6 +10,7 @@ only ever hold the hash.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -188,3 +189,14 @@ class ErasureBarrier(models.Model):
 
     def delete(self, *args, **kwargs):
         raise AppendOnlyError("Erasure barriers are kept: never deleted.")
+
+
+def latest_barrier(subject_hash: str, app_name: str) -> tuple[datetime, int] | None:
+    """(raised_at, request id) of the newest barrier covering the subject in ``app_name``
+    (its own or an all-apps one); ``records.erasure_guard`` checks it on every ingest."""
+    return (
+        ErasureBarrier.objects.filter(subject_hash=subject_hash, app_name__in=["", app_name])
+        .order_by("-raised_at")
+        .values_list("raised_at", "request_id")
+        .first()
+    )

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from records import erasure
+from . import jobs
 
 
 @shared_task(
@@ -14,10 +14,10 @@ from records import erasure
 )
 def run_erasure(self, request_id: int) -> str:
     """Run or resume one erasure request. Duplicate deliveries find it claimed or done."""
-    return erasure.run(int(request_id), task_id=self.request.id or "")
+    return jobs.run(int(request_id), task_id=self.request.id or "")
 
 
 @shared_task(name="erasure.reconcile_erasures", ignore_result=True)
 def reconcile_erasures() -> list[int]:
     """Re-queue erasures whose worker died or whose message was lost (Celery beat)."""
-    return erasure.reconcile()
+    return jobs.reconcile()

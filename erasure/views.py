@@ -18,12 +18,11 @@ from django.views.decorators.http import require_GET, require_POST
 from memadmin.htmx import render_page
 from memadmin.pseudonyms import subject_hash
 from memadmin.roles import COMPLIANCE, role_required
-from records import erasure
-from records.inventory import SUBJECT_STORES
 from records.selectors.apps import known_apps
 
-from . import display, signing
+from . import display, jobs, signing
 from .forms import ErasureForm, PasswordCheckForm
+from .inventory import SUBJECT_STORES
 from .models import ErasureRequest as Request
 from .models import ErasureStatus
 from .reauth import (
@@ -35,7 +34,7 @@ from .reauth import (
 
 log = logging.getLogger("memadmin.authz")
 
-STORE_LABELS = [s.label for s in SUBJECT_STORES] + [erasure.REDIS_STORE]
+STORE_LABELS = [s.label for s in SUBJECT_STORES] + [jobs.REDIS_STORE]
 
 
 @never_cache
@@ -69,7 +68,7 @@ def submit(request):
     form = ErasureForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            req = erasure.submit(
+            req = jobs.submit(
                 app_name=form.chosen_app,
                 user_id=form.cleaned_data["user_id"],
                 user_id_again=form.cleaned_data["user_id_again"],
@@ -77,7 +76,7 @@ def submit(request):
                 reason=form.cleaned_data["reason"],
                 requested_by=request.user,
             )
-        except erasure.ErasureRefused as exc:
+        except jobs.ErasureRefused as exc:
             form.add_error(None, str(exc))
         else:
             # Never the user id in a message: messages live in the session or a cookie.
@@ -122,7 +121,7 @@ def detail(request, pk: int):
         "rows": rows,
         "total": sum(p.get("deleted", 0) for p in req.progress.values()),
         "audit": [(e, display.describe(e.action, e.detail)) for e in req.audit.all()],
-        "search_index": req.verification.get(erasure.SEARCH_INDEX),
+        "search_index": req.verification.get(jobs.SEARCH_INDEX),
     }
     return render_page(request, "erasure/detail.html", "progress", context)
 
@@ -132,8 +131,8 @@ def detail(request, pk: int):
 def retry(request, pk: int):
     get_object_or_404(Request, pk=pk)
     try:
-        erasure.retry(pk, actor=request.user.get_username())
-    except erasure.ErasureRefused as exc:
+        jobs.retry(pk, actor=request.user.get_username())
+    except jobs.ErasureRefused as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Erasure #{pk} queued again.")
@@ -148,14 +147,14 @@ def receipt(request, pk: int):
     req = get_object_or_404(Request, pk=pk)
     if req.status != ErasureStatus.VERIFIED or not req.receipt:
         raise Http404("This request has no receipt: only verified erasures have one.")
-    erasure.audit(
+    jobs.audit(
         req,
         "receipt_downloaded",
         actor=request.user.get_username(),
         at=timezone.now(),
         detail={"receipt_sha256": req.receipt_sha256},
     )
-    response = HttpResponse(erasure.receipt_bytes(req.receipt), content_type="application/json")
+    response = HttpResponse(jobs.receipt_bytes(req.receipt), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="erasure-{req.pk}-receipt.json"'
     return response
 

@@ -18,7 +18,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from records import feedback, store
+from records import feedback, search
 from records.memory_service import add_session
 from records.models import (
     AgentSession,
@@ -772,7 +772,7 @@ def seed_history(
                     _store_session(app, user, session.id, session.events, when)
                 out.sessions += 1
             if regulars[app] and k % 2 == 0:  # an agent looks for a note evicted earlier
-                store.note_regret(app, regulars[app][0], REGRET_QUERY, start + timedelta(hours=6))
+                search.note_regret(app, regulars[app][0], REGRET_QUERY, start + timedelta(hours=6))
             if regulars[app] and k == CORRECTION_DAYS[app]:  # a user had to repeat something
                 feedback.report_correction(
                     app,

@@ -31,9 +31,9 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from erasure import selectors as erasure_selectors
+from memadmin import schedules
 from records import touches
 from records.selectors import totals
-from sweeper import schedules
 from sweeper import selectors as sweeper_selectors
 
 from .celery import app as celery_app

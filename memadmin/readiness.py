@@ -27,7 +27,7 @@ from health_check.contrib.celery import Ping
 from health_check.exceptions import ServiceUnavailable
 from health_check.views import HealthCheckView
 
-from sweeper import schedules
+from memadmin import schedules
 
 from .celery import app as celery_app
 

@@ -354,14 +354,14 @@ MEMADMIN = {
     "IMPORTANCE_CLASSIFIER": os.environ.get("MEMADMIN_IMPORTANCE_CLASSIFIER", ""),
     # Dotted path of a callable(texts, max_tokens) -> str; the default is extractive.
     "SUMMARISER": os.environ.get("MEMADMIN_SUMMARISER", ""),
-    # A run or item claim not renewed for this long is presumed dead and re-queued.
+    # The lease of every claimed job (sweep runs and items, erasure jobs): a claim not
+    # renewed for this long is presumed dead and handed on by the job's reconciler.
     "STALE_CLAIM_SECONDS": int(os.environ.get("MEMADMIN_STALE_CLAIM_SECONDS", "300")),
     # Users per enforcement task: one set-based statement and one lock set per batch.
     "ENFORCE_BATCH": int(os.environ.get("MEMADMIN_ENFORCE_BATCH", "200")),
-    # Erasure: rows per batch (one short transaction each), seconds without a heartbeat
-    # before the reconciler hands a job on, and how fresh a password check must be.
+    # Erasure: rows per batch (one short transaction each) and how fresh a password
+    # check must be.
     "ERASURE_BATCH_SIZE": int(os.environ.get("MEMADMIN_ERASURE_BATCH_SIZE", "1000")),
-    "ERASURE_LEASE_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_LEASE_SECONDS", "120")),
     "ERASURE_REAUTH_SECONDS": int(os.environ.get("MEMADMIN_ERASURE_REAUTH_SECONDS", "300")),
     # Days of access history (searches, evicted records' metadata) a backtest can replay.
     "ACCESS_HISTORY_DAYS": int(os.environ.get("MEMADMIN_ACCESS_HISTORY_DAYS", "90")),

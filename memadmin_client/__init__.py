@@ -14,20 +14,19 @@ Needs only google-adk and httpx (and cryptography, to verify erasure receipts of
 ``verify_receipt``): no Django, no memadmin settings.
 """
 
-__version__ = "0.1.0"
-
-from .artifacts import RemoteArtifactService  # noqa: E402
-from .errors import (  # noqa: E402
+from .artifacts import RemoteArtifactService
+from .errors import (
     InvalidRequest,
     MemadminError,
     MemadminUnavailable,
     NotAuthorized,
     ServerError,
 )
-from .http import MemadminClient  # noqa: E402
-from .memory import RemoteMemoryService  # noqa: E402
-from .receipts import ReceiptNotValid, verify_receipt  # noqa: E402
-from .sessions import RemoteSessionService  # noqa: E402
+from .http import MemadminClient
+from .memory import RemoteMemoryService
+from .receipts import ReceiptNotValid, verify_receipt
+from .sessions import RemoteSessionService
+from .version import __version__ as __version__
 
 __all__ = [
     "InvalidRequest",

@@ -17,8 +17,8 @@ from urllib.parse import quote
 import httpx
 from google.adk.errors.input_validation_error import InputValidationError
 
-from . import __version__
 from .errors import MemadminUnavailable, NotAuthorized, error_from_response
+from .version import __version__
 
 API_PREFIX = "/api/v1"
 # Answers worth another try: the server or a proxy in front of it had a bad moment.

@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import models
 
 from . import feedback, search_text
-from .models import APP_NAME_MAX, USER_ID_MAX, MemoryRecord
+from .models import EvictedRecord, MemoryRecord, SearchLog
 
 log = logging.getLogger(__name__)
 
@@ -30,58 +29,6 @@ KEPT_RESULTS = 10
 
 def retention() -> timedelta:
     return timedelta(days=settings.MEMADMIN["ACCESS_HISTORY_DAYS"])
-
-
-class SearchLog(models.Model):
-    """One search: who, when, which record ids it returned, keyed hashes of its terms."""
-
-    app_name = models.CharField(max_length=APP_NAME_MAX)
-    user_id = models.CharField(max_length=USER_ID_MAX)
-    searched_at = models.DateTimeField()
-    record_ids = models.JSONField(default=list)
-    term_hashes = models.JSONField(default=list)
-
-    class Meta:
-        app_label = "records"
-        indexes = [
-            models.Index(fields=["app_name", "searched_at"], name="searchlog_app_time"),
-            models.Index(fields=["searched_at"], name="searchlog_time"),
-            models.Index(fields=["app_name", "user_id"], name="searchlog_user"),
-        ]
-
-    def __str__(self) -> str:
-        return f"search {self.pk} at {self.searched_at:%Y-%m-%d %H:%M}"
-
-
-class EvictedRecord(models.Model):
-    """What the policy knew about a record when it was evicted: the part of the replay
-    its ``EvictionEvent`` (same ``record_id``) does not hold."""
-
-    record_id = models.BigIntegerField()
-    app_name = models.CharField(max_length=APP_NAME_MAX)
-    user_id = models.CharField(max_length=USER_ID_MAX)
-    evicted_at = models.DateTimeField()
-    created_at = models.DateTimeField()
-    last_accessed_at = models.DateTimeField()
-    hits = models.PositiveIntegerField(default=0)
-    importance = models.FloatField(default=0.0)  # as stored, before any past-due decay
-    pinned = models.BooleanField(default=False)
-    due_at = models.DateTimeField(null=True, blank=True)
-    slot = models.CharField(max_length=32, blank=True)
-    stated_at = models.DateTimeField(null=True, blank=True)
-    term_hashes = models.JSONField(default=list)
-
-    class Meta:
-        app_label = "records"
-        indexes = [
-            models.Index(fields=["app_name", "evicted_at"], name="evictedrecord_app_time"),
-            models.Index(fields=["evicted_at"], name="evictedrecord_time"),
-            models.Index(fields=["app_name", "user_id"], name="evictedrecord_user"),
-            models.Index(fields=["record_id"], name="evictedrecord_record"),
-        ]
-
-    def __str__(self) -> str:
-        return f"evicted record {self.record_id}"
 
 
 def query_hashes(query: str) -> list[str]:

@@ -33,9 +33,9 @@ from google.adk.platform import time as platform_time
 from google.genai import types
 from pydantic_core import to_jsonable_python
 
+from .ids import validate_id
 from .locks import acquire_user_lock
 from .models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX, Artifact
-from .sessions import validate_id
 from .storable import storable
 
 USER_NAMESPACE = "user:"

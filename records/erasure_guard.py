@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from django.db import connection
@@ -60,18 +60,23 @@ def acquire_subject_lock(user_id: str, *, exclusive: bool) -> None:
             cursor.execute(f"SELECT {fn}(%s)", [subject_lock_key(user_id)])
 
 
+# Barriers are the erasure app's rows; records sits below it and imports nothing from it,
+# so the erasure app hands over its lookup when it loads (``erasure.apps``):
+# (subject hash, app name) -> (raised_at, request id) of the newest covering barrier.
+BarrierLookup = Callable[[str, str], "tuple[datetime, int] | None"]
+_barrier_lookup: BarrierLookup | None = None
+
+
+def register_barrier_lookup(lookup: BarrierLookup) -> None:
+    global _barrier_lookup
+    _barrier_lookup = lookup
+
+
 def latest_barrier(app_name: str, user_id: str) -> tuple[datetime, int] | None:
     """(raised_at, request id) of the newest barrier covering (app, user), if any."""
-    from erasure.models import ErasureBarrier
-
-    return (
-        ErasureBarrier.objects.filter(
-            subject_hash=subject_hash(user_id), app_name__in=["", app_name]
-        )
-        .order_by("-raised_at")
-        .values_list("raised_at", "request_id")
-        .first()
-    )
+    if _barrier_lookup is None:
+        raise RuntimeError("no erasure barrier lookup registered (is the erasure app installed?)")
+    return _barrier_lookup(subject_hash(user_id), app_name)
 
 
 def check(app_name: str, user_id: str, candidates: Sequence, started_at: datetime) -> list:

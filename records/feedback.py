@@ -20,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F
 
 from . import search_text
+from .ids import check_scope
 from .models import Correction, DailyCounter, RegretTerm
 
 REGRET_WINDOW = timedelta(days=30)
@@ -159,14 +160,10 @@ def bump_many(app_name: str, counts: Mapping[str, int], now: datetime) -> None:
 def report_correction(
     app_name: str, user_id: str, now: datetime, *, session_id: str = "", about: str = ""
 ) -> Correction:
-    """Record that the user had to repeat something. ``about`` is matched, never stored.
-
-    One transaction: the correction and the day's counter, or neither."""
-    from .store import check_scope
-
+    """Record that the user had to repeat something. ``about`` is matched, never stored."""
     check_scope(app_name, user_id, session_id)
     matched = bool(about) and is_regret(app_name, user_id, _terms(about), now)
-    with transaction.atomic():
+    with transaction.atomic():  # the correction and the day's counter, or neither
         correction = Correction.objects.create(
             app_name=app_name,
             user_id=user_id,

@@ -26,8 +26,9 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import access_log, store
+from . import access_log, search, store
 from .extract import memory_key
+from .ids import check_scope
 from .models import MemoryRecord
 
 Clock = Callable[[], datetime]
@@ -42,7 +43,7 @@ def add_session(session: Session, now: datetime) -> store.IngestResult:
     """Extract a whole session's events, store them, enforce. Idempotent per event."""
     if not isinstance(session, Session):
         raise TypeError("add_session_to_memory expects a google.adk Session")
-    store.check_scope(session.app_name, session.user_id, session.id)
+    check_scope(session.app_name, session.user_id, session.id)
     candidates = store.extractor_for(session.app_name).from_events(
         session.app_name, session.user_id, session.id, session.events
     )
@@ -57,7 +58,7 @@ def add_events(
     session_id: str | None = None,
 ) -> store.IngestResult:
     """Extract a delta of events (not necessarily a whole session)."""
-    store.check_scope(app_name, user_id, session_id)
+    check_scope(app_name, user_id, session_id)
     for event in events:
         if not isinstance(event, Event):
             raise TypeError(f"events must be google.adk Event objects, not {type(event).__name__}")
@@ -82,7 +83,7 @@ def add_memories(
     storing a copy (an agent that saves what it recalled must not double its memory).
     Any other entry is keyed by its own id, so saving it again adds nothing.
     """
-    store.check_scope(app_name, user_id)
+    check_scope(app_name, user_id)
     for memory in memories:
         if not isinstance(memory, MemoryEntry):
             raise TypeError(f"memories must be MemoryEntry objects, not {type(memory).__name__}")
@@ -114,17 +115,17 @@ def recalled_ids(app_name: str, user_id: str, memories: Sequence[MemoryEntry]) -
 
 
 def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryEntry]:
-    records = store.search(app_name, user_id, query, now)
-    store.touch(app_name, user_id, [r.id for r in records], now)
+    records = search.search(app_name, user_id, query, now)
+    search.touch(app_name, user_id, [r.id for r in records], now)
     access_log.note_search(app_name, user_id, query, [r.id for r in records], now)
-    store.note_regret(app_name, user_id, query, now)
+    search.note_regret(app_name, user_id, query, now)
     return [to_memory_entry(r) for r in records]
 
 
 def pinned_entries(app_name: str, user_id: str) -> list[MemoryEntry]:
     """The user's pinned records, oldest first (pins never expire nor get evicted). A
     read, not a use: nothing is touched."""
-    store.check_scope(app_name, user_id)
+    check_scope(app_name, user_id)
     records = MemoryRecord.objects.filter(app_name=app_name, user_id=user_id, pinned=True)
     return [to_memory_entry(r) for r in records.order_by("created_at", "id")]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from . import policy as pure
 from .models import POLICY_FIELDS, Policy, PolicyVersion
 from .policy import limit_problems
 
@@ -69,3 +70,10 @@ def update_policy(app_name: str, changes: dict, *, by=None, note: str = "") -> P
         policy.save()
         _keep_version(policy, by, note)
     return policy
+
+
+def policy_or_default(app_name: str) -> pure.PolicyParams:
+    """The app's policy values, or the defaults if it has none yet (nothing is created:
+    pages and counts read this; writes go through ``policy_for``)."""
+    policy = Policy.objects.filter(app_name=app_name).first()
+    return pure.PolicyParams() if policy is None else policy.params()

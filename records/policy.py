@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from .timestamps import is_idle_stamp
+
 EXPIRED = "expired"
 RECORD_CAP = "record_cap"
 TOKEN_CAP = "token_cap"  # noqa: S105 - a reason, not a secret
@@ -63,10 +65,14 @@ LIMITS: dict[str, tuple[float, str]] = {
 }
 
 
-def limit_message(field: str) -> str:
-    """The sentence for ``field`` above its limit, capitalised, as the forms show it."""
-    message = LIMITS[field][1]
+def as_shown(message: str) -> str:
+    """A problem sentence capitalised, as the forms show it."""
     return message[:1].upper() + message[1:] + "."
+
+
+def limit_message(field: str) -> str:
+    """The sentence for ``field`` above its limit, as the forms show it."""
+    return as_shown(LIMITS[field][1])
 
 
 def limit_problems(values: dict[str, object]) -> dict[str, str]:
@@ -111,6 +117,8 @@ class PolicyParams:
     # Text no rule matches gets importance from the information it carries (0.05-0.45,
     # records.information) instead of one flat value (the article: 0.2 for all).
     information_importance: bool = True
+    # Sessions not updated for this many days are idle: the sweeper retires them.
+    session_idle_days: int = 7
 
     def __post_init__(self) -> None:
         errors = validate_params(self)
@@ -126,44 +134,84 @@ class PolicyParams:
         return self.past_due_half_life.total_seconds() / 3600.0
 
 
+WEIGHTS = "weights"  # the key of problems with the three weights together
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def problems(values: dict[str, object]) -> dict[str, list[str]]:
+    """Every problem with policy values, by field, as sentences a person can act on.
+
+    ``values`` are named as the model's fields (``ttl_days``, ``half_life_hours``, ...,
+    ``w_recency``); missing ones and values of another type are skipped (the caller's
+    type check speaks for those). Weight problems are under ``WEIGHTS``. The one
+    definition of valid: ``PolicyParams`` and ``records.models.Policy.clean`` use it.
+    """
+    out: dict[str, list[str]] = {}
+
+    def check(field: str, ok, message: str) -> None:
+        value = values.get(field)
+        if _number(value) and not ok(value):
+            out.setdefault(field, []).append(message)
+
+    check("ttl_days", lambda v: v > 0, "TTL must be positive")
+    check("half_life_hours", lambda v: v > 0, "half-life must be positive")
+    check("max_records", lambda v: v >= 1, "max records must be at least 1")
+    check("max_tokens", lambda v: v >= 1, "max tokens must be at least 1")
+    check("saturation_hits", lambda v: v >= 1, "frequency saturation must be at least 1 hit")
+    check("session_idle_days", lambda v: v >= 1, "session idle threshold must be at least 1 day")
+    for field in limit_problems(values):
+        out.setdefault(field, []).append(LIMITS[field][1])
+    check(
+        "fresh_start",
+        lambda v: math.isfinite(v) and 0 <= v <= 10,
+        "fresh start must be from 0 to 10 half-lives",
+    )
+    check(
+        "past_due_half_life_hours",
+        lambda v: v >= 0,
+        "the past-due half-life must be 0 (never decays) or positive",
+    )
+    weights = [values.get(f) for f in ("w_recency", "w_frequency", "w_importance")]
+    if all(_number(w) for w in weights):
+        if any(not math.isfinite(w) or w < 0 for w in weights):
+            out[WEIGHTS] = ["weights must be finite and at least 0"]
+        elif any(0 < w < MIN_WEIGHT for w in weights):
+            out[WEIGHTS] = [f"each weight must be 0 or at least {MIN_WEIGHT}"]
+        elif not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
+            out[WEIGHTS] = [f"weights must sum to 1 (they sum to {sum(weights):.4f})"]
+    return out
+
+
+def field_values(p: PolicyParams) -> dict[str, object]:
+    """``p``'s values named and measured as the model's fields."""
+    return {
+        "ttl_days": p.ttl / timedelta(days=1),
+        "half_life_hours": p.half_life_hours,
+        "max_records": p.max_records,
+        "max_tokens": p.max_tokens,
+        "w_recency": p.w_recency,
+        "w_frequency": p.w_frequency,
+        "w_importance": p.w_importance,
+        "saturation_hits": p.saturation_hits,
+        "fresh_start": p.fresh_start,
+        "past_due_half_life_hours": p.past_due_half_life_hours,
+        "supersede": p.supersede,
+        "information_importance": p.information_importance,
+        "session_idle_days": p.session_idle_days,
+    }
+
+
 def validate_params(p: PolicyParams) -> list[str]:
     """Every problem with ``p`` as a sentence a person can act on."""
-    errors = []
-    if p.ttl <= timedelta(0):
-        errors.append("TTL must be positive")
-    if p.half_life <= timedelta(0):
-        errors.append("half-life must be positive")
-    if p.max_records < 1:
-        errors.append("max records must be at least 1")
-    if p.max_tokens < 1:
-        errors.append("max tokens must be at least 1")
-    if p.saturation_hits < 1:
-        errors.append("frequency saturation must be at least 1 hit")
-    errors.extend(
-        LIMITS[field][1]
-        for field in limit_problems(
-            {
-                "ttl_days": p.ttl / timedelta(days=1),
-                "half_life_hours": p.half_life_hours,
-                "past_due_half_life_hours": p.past_due_half_life_hours,
-                "max_records": p.max_records,
-                "max_tokens": p.max_tokens,
-                "saturation_hits": p.saturation_hits,
-            }
-        )
-    )
-    if not (math.isfinite(p.fresh_start) and 0 <= p.fresh_start <= 10):
-        errors.append("fresh start must be from 0 to 10 half-lives")
-    if p.past_due_half_life < timedelta(0):
-        errors.append("the past-due half-life must be 0 (never decays) or positive")
-    weights = (p.w_recency, p.w_frequency, p.w_importance)
-    if any(not math.isfinite(w) or w < 0 for w in weights):
-        errors.append("weights must be finite and at least 0")
-    elif any(0 < w < MIN_WEIGHT for w in weights):
-        errors.append(f"each weight must be 0 or at least {MIN_WEIGHT}")
-    elif not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
-        errors.append(f"weights must sum to 1 (they sum to {sum(weights):.4f})")
-    return errors
+    return [message for messages in problems(field_values(p)).values() for message in messages]
+
+
+# The defaults: the "default" preset, the caps, the TTL and the idle threshold. The
+# model's field defaults and every page that shows an app without a policy read these.
+DEFAULTS = PolicyParams()
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,14 +346,39 @@ def score_terms(
     return Score(recency, frequency, importance, round(total, SCORE_DECIMALS))
 
 
+def ttl_cutoff(now: datetime, p: PolicyParams) -> datetime:
+    """Unpinned records created before this moment are expired."""
+    return now - p.ttl
+
+
+def live(r: Record, now: datetime, p: PolicyParams) -> bool:
+    """A record the TTL keeps: pinned, or created no earlier than the TTL cutoff.
+    (``records.policy_sql.live_q`` / ``live_sql`` say the same to the database.)"""
+    return r.pinned or r.created_at >= ttl_cutoff(now, p)
+
+
+def idle_cutoff(now: datetime, idle_days: int) -> float:
+    """Sessions last updated before this moment (epoch seconds, as ADK stamps) are idle."""
+    return (now - timedelta(days=idle_days)).timestamp()
+
+
+def session_idle(last_update: float, now: datetime, idle_days: int) -> bool:
+    """Is a session last updated at ``last_update`` idle as of ``now``? (Stamps beyond
+    anything accepted count as idle: ``records.timestamps.is_idle_stamp``.)"""
+    return is_idle_stamp(last_update, idle_cutoff(now, idle_days), now.timestamp())
+
+
 class HybridPolicy:
     """TTL, then pins, then capacity caps with victims chosen by the blended score."""
 
     def __init__(self, params: PolicyParams | None = None) -> None:
         self.params = params or PolicyParams()
 
+    def live(self, r: Record, now: datetime) -> bool:
+        return live(r, now, self.params)
+
     def expired(self, r: Record, now: datetime) -> bool:
-        return not r.pinned and r.created_at + self.params.ttl < now
+        return not live(r, now, self.params)
 
     def score(self, r: Record, now: datetime) -> Score:
         past_due = None if r.due_at is None else (now - r.due_at).total_seconds()

@@ -40,6 +40,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig, ListSessi
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
+from .ids import validate_id
 from .locks import acquire_user_lock
 from .models import (
     APP_NAME_MAX,
@@ -66,26 +67,10 @@ __all__ = [
     "get_user_state",
     "list_sessions",
     "list_sessions_page",
-    "validate_id",
 ]
 
 
 # --- validation -----------------------------------------------------------------
-
-
-def validate_id(
-    name: str, value: object, max_length: int, *, error: type[ValueError] = ValueError
-) -> str:
-    """Return ``value`` if it is a usable id, else raise ``error`` saying why."""
-    if not isinstance(value, str):
-        raise error(f"{name} must be a string, not {type(value).__name__}.")
-    if not value.strip():
-        raise error(f"{name} must not be empty or blank.")
-    if "\x00" in value:
-        raise error(f"{name} must not contain NUL characters.")
-    if len(value) > max_length:
-        raise error(f"{name} is {len(value)} characters long; at most {max_length} are allowed.")
-    return value
 
 
 def _check_owner(app_name: object, user_id: object) -> None:

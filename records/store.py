@@ -1,4 +1,5 @@
-"""The ORM record store: ingest, enforce, search, touch, delete.
+"""The ORM record store: ingest, enforce, evict, delete. (Search and its touches:
+``records.search``; re-applying the rules to stored records: ``records.rescore``.)
 
 Everything that changes one user's memory runs under that user's lock (see
 ``records.locks``) in one transaction: a failure leaves nothing half-written.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from functools import cache
 
 from django.conf import settings
@@ -20,58 +21,28 @@ from django.utils.module_loading import import_string
 
 from memadmin import counters
 
-from . import access_log, due, erasure_guard, feedback, search_text
+from . import access_log, due, erasure_guard, feedback
 from . import policy as pure
 from . import rules as pure_rules
-from .extract import Candidate, Extractor, unmatched_importance
+from .extract import Candidate, Extractor
+from .ids import check_scope
 from .locks import acquire_user_lock, user_lock, user_lock_key
 from .models import (
-    APP_NAME_MAX,
     POLICY_RECORD_FIELDS,
-    SESSION_ID_MAX,
-    USER_ID_MAX,
     EvictionEvent,
     EvictionReason,
     ImportanceRule,
     ImportanceSource,
     MemoryRecord,
     Policy,
-    UserMemoryStats,
 )
 from .policies import policy_for
 from .summaries import summarise
 from .tokens import token_counter
-from .touches import apply_touches, record_touches
+from .touches import apply_touches
 from .victims import SelectedVictim, select_victims
 
 log = logging.getLogger(__name__)
-
-SEARCH_LIMIT = 10
-
-
-# --- validation at the edge -------------------------------------------------------------
-
-
-def check_scope(app_name: str, user_id: str, session_id: str | None = None) -> None:
-    """Refuse ids we cannot store, with a message that says what is allowed."""
-    for label, value, limit in (
-        ("app_name", app_name, APP_NAME_MAX),
-        ("user_id", user_id, USER_ID_MAX),
-    ):
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{label} must be a non-empty string")
-        if len(value) > limit:
-            raise ValueError(f"{label} must be at most {limit} characters (got {len(value)})")
-        if "\x00" in value:
-            raise ValueError(f"{label} must not contain NUL characters")
-    if session_id is not None:
-        if not isinstance(session_id, str):
-            raise ValueError("session_id must be a string")
-        if len(session_id) > SESSION_ID_MAX:
-            raise ValueError(f"session_id must be at most {SESSION_ID_MAX} characters")
-        if "\x00" in session_id:
-            raise ValueError("session_id must not contain NUL characters")
-
 
 # --- rules and extraction ----------------------------------------------------------------
 
@@ -289,13 +260,13 @@ def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) 
         category=c.category,
         pinned=c.pinned,
         tokens=c.tokens,
-        due_at=_due_at(c.category, c.content, c.entry_timestamp or now),
+        due_at=due_at_for(c.category, c.content, c.entry_timestamp or now),
         slot=c.slot or None,
         custom_metadata=c.custom_metadata,
     )
 
 
-def _due_at(category: str, content: str, said_at: datetime) -> datetime | None:
+def due_at_for(category: str, content: str, said_at: datetime) -> datetime | None:
     return due.due_at(content, said_at) if category == due.COMMITMENT else None
 
 
@@ -468,235 +439,3 @@ def delete_records(app_name: str, user_id: str, now: datetime, record_id: int | 
             for r in qs.only(*POLICY_RECORD_FIELDS, "dedupe_key")
         ]
         return evict(app_name, victims, now, policy_version=policy.version)
-
-
-# What re-scoring may change on a record.
-RESCORED = ("importance", "importance_source", "importance_rule", "category", "pinned", "due_at")
-
-
-def rescore(app_name: str, user_id: str | None = None) -> int:
-    """Re-apply the current rules to existing records; returns how many changed.
-
-    Staff- and caller-set importance is kept, as are cached classifier answers for text
-    no rule matches. Rules can add pins but rescoring never removes one: a pin is a
-    promise, and only a person takes it back.
-    """
-    check_scope(app_name, user_id if user_id is not None else "-")
-    rules = active_rules(app_name)
-    users = (
-        [user_id]
-        if user_id is not None
-        else list(
-            MemoryRecord.objects.filter(app_name=app_name)
-            .values_list("user_id", flat=True)
-            .distinct()
-        )
-    )
-    keep = {ImportanceSource.STAFF, ImportanceSource.CALLER}
-    information = policy_for(app_name).information_importance
-    changed = 0
-    for user in users:
-        with user_lock(app_name, user):
-            updates = []
-            records = MemoryRecord.objects.filter(app_name=app_name, user_id=user).exclude(
-                importance_source__in=keep
-            )
-            for r in records.only("id", "content", "entry_timestamp", "created_at", *RESCORED):
-                d = pure_rules.decide(r.content, rules)
-                if d.importance is not None:
-                    new = (d.importance, ImportanceSource.RULE, d.rule, d.category)
-                elif r.importance_source == ImportanceSource.CLASSIFIER:
-                    new = (r.importance, r.importance_source, r.importance_rule, d.category)
-                else:
-                    new = (*unmatched_importance(r.content, information=information), d.category)
-                pinned = r.pinned or d.pinned
-                old = (r.importance, r.importance_source, r.importance_rule, r.category)
-                due_at = r.due_at
-                if new[3] != r.category:  # a record becomes, or stops being, a commitment
-                    due_at = _due_at(new[3], r.content, r.entry_timestamp or r.created_at)
-                if new != old or pinned != r.pinned or due_at != r.due_at:
-                    (r.importance, r.importance_source, r.importance_rule, r.category) = new
-                    r.pinned = pinned
-                    r.due_at = due_at
-                    updates.append(r)
-            MemoryRecord.objects.bulk_update(
-                updates,
-                RESCORED,
-                batch_size=500,
-            )
-            changed += len(updates)
-    return changed
-
-
-# --- search ------------------------------------------------------------------------------
-# The tokenizer and the ranking are records.search_text (pure, one for both databases);
-# each database only finds the candidates: the user's records sharing a query token.
-
-
-def query_terms(query: str) -> list[str]:
-    """The meaningful words of a query (folded, deduplicated, at most MAX_QUERY_WORDS)."""
-    return search_text.query_words(query)
-
-
-def search(
-    app_name: str, user_id: str, query: str, now: datetime, *, limit: int = SEARCH_LIMIT
-) -> list[MemoryRecord]:
-    """Unexpired records sharing a token with the query, most relevant first (BM25)."""
-    check_scope(app_name, user_id)
-    if not isinstance(query, str):
-        raise ValueError("query must be a string")
-    terms = search_text.query_terms(query.replace("\x00", ""))
-    counters.count_search(app_name)
-    if not terms:
-        return []
-    if connection.vendor == "postgresql":
-        rows = _candidates_postgres(app_name, user_id, terms, now)
-    else:
-        rows = _candidates_sqlite(app_name, user_id, terms, now)
-    if not rows:
-        return []
-    scope = search_text.Scope(records=rows[0][5] or 0, mean_length=rows[0][6] or 0.0)
-    candidates = [
-        search_text.Candidate(r[0], search_text.term_counts(r[1], terms), r[2], r[3], r[4])
-        for r in rows
-    ]
-    ids = search_text.rank(terms, candidates, scope, limit)
-    if connection.vendor == "postgresql":
-        by_id = {r[0]: r for r in rows}
-        return [_record_from_row(by_id[i][7:]) for i in ids]
-    by_id = MemoryRecord.objects.in_bulk(ids)
-    return [by_id[i] for i in ids if i in by_id]
-
-
-_RECORD_FIELDS = MemoryRecord._meta.concrete_fields
-_DATETIME_FIELDS = {
-    i for i, f in enumerate(_RECORD_FIELDS) if f.get_internal_type() == "DateTimeField"
-}
-_RECORD_CONVERTERS = [(i, f) for i, f in enumerate(_RECORD_FIELDS) if hasattr(f, "from_db_value")]
-
-
-def _candidates_postgres(app_name, user_id, terms, now) -> list[tuple]:
-    """(id, search tokens, length, written_at, live, user's records, their mean length,
-    then every column of the record).
-
-    One statement, one round trip (search is on every turn): the app's TTL (the model's
-    default when the app has no policy row yet) and the user's totals (UserMemoryStats)
-    are read in it. Datetime columns come as text: parsing them for every candidate
-    cost more than the rest; only the records returned are parsed (``_record_from_row``).
-    """
-    table = MemoryRecord._meta.db_table
-    columns = ", ".join(
-        f"r.{f.column}::text" if i in _DATETIME_FIELDS else f"r.{f.column}"
-        for i, f in enumerate(_RECORD_FIELDS)
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            SELECT r.id, r.search_tokens, r.tokens,
-                   (extract(epoch FROM COALESCE(r.entry_timestamp, r.created_at))
-                    * 1000000)::int8,
-                   r.pinned OR r.created_at >= %s - make_interval(days => COALESCE(
-                       (SELECT ttl_days FROM {Policy._meta.db_table} WHERE app_name = %s),
-                       %s)),
-                   s.records, s.tokens::float8 / NULLIF(s.records, 0),
-                   {columns}
-            FROM {table} AS r
-            LEFT JOIN {UserMemoryStats._meta.db_table} AS s
-              ON s.app_name = %s AND s.user_id = %s
-            WHERE r.app_name = %s AND r.user_id = %s AND r.search_vector @@ %s::tsquery
-            """,  # noqa: S608 - table names are the models'; values are parameters
-            [
-                now,
-                app_name,
-                Policy._meta.get_field("ttl_days").default,
-                app_name,
-                user_id,
-                app_name,
-                user_id,
-                " | ".join(_tsquery_lexeme(t.token) for t in terms),
-            ],
-        )
-        return cursor.fetchall()
-
-
-def _record_from_row(values: tuple) -> MemoryRecord:
-    """A record from its columns as ``_candidates_postgres`` selects them."""
-    values = list(values)
-    for i in _DATETIME_FIELDS:
-        if values[i] is not None:
-            values[i] = datetime.fromisoformat(values[i]).astimezone(UTC)
-    for i, model_field in _RECORD_CONVERTERS:
-        values[i] = model_field.from_db_value(values[i], None, connection)
-    return MemoryRecord.from_db(connection.alias, [f.attname for f in _RECORD_FIELDS], values)
-
-
-def _tsquery_lexeme(token: str) -> str:
-    """A lexeme quoted for tsquery input, taken verbatim (no parser, no stemming)."""
-    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _candidates_sqlite(app_name, user_id, terms, now) -> list[tuple]:
-    """The same rows as ``_candidates_postgres``."""
-    table = MemoryRecord._meta.db_table
-    fts = f"{table}_fts"
-    cutoff = now - policy_for(app_name).params().ttl
-    match = " OR ".join('"' + t.token.replace('"', '""') + '"' for t in terms)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            SELECT r.id, r.search_tokens, r.tokens,
-                   COALESCE(r.entry_timestamp, r.created_at), r.pinned OR r.created_at >= %s,
-                   s.records, CAST(s.tokens AS REAL) / NULLIF(s.records, 0)
-            FROM {table} AS r
-            LEFT JOIN {UserMemoryStats._meta.db_table} AS s
-              ON s.app_name = %s AND s.user_id = %s
-            WHERE r.id IN (SELECT rowid FROM {fts} WHERE {fts} MATCH %s)
-              AND r.app_name = %s AND r.user_id = %s
-            """,  # noqa: S608 - table names are the models'; values are parameters
-            [
-                connection.ops.adapt_datetimefield_value(cutoff),
-                app_name,
-                user_id,
-                match,
-                app_name,
-                user_id,
-            ],
-        )
-        return [
-            (r[0], r[1], r[2], _microseconds(r[3]), bool(r[4]), r[5], r[6])
-            for r in cursor.fetchall()
-        ]
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _microseconds(stored: str) -> int:
-    """A datetime as SQLite stores it (UTC text), in microseconds since the epoch."""
-    moment = datetime.fromisoformat(stored)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def note_regret(app_name: str, user_id: str, query: str, now: datetime) -> bool:
-    """Count the search, and a regret hit if the query matches a recently evicted record
-    (the searches are the regret rate's denominator). Never raises."""
-    try:
-        regret = feedback.is_regret(app_name, user_id, query_terms(query), now)
-        feedback.bump_many(app_name, {feedback.SEARCHES: 1, feedback.REGRET_HITS: int(regret)}, now)
-        return regret
-    except Exception:
-        log.exception("regret check failed; search result unaffected")
-    return False
-
-
-def touch(app_name: str, user_id: str, ids: Sequence[int], now: datetime) -> str:
-    """Record that ``ids`` were returned. Never raises: a lost touch is only logged."""
-    try:
-        outcome = record_touches(app_name, user_id, ids, now)
-    except Exception:
-        log.exception("touch failed for %d records; search result unaffected", len(ids))
-        outcome = "dropped"
-    counters.count_touches(app_name, len(ids), outcome)
-    return outcome

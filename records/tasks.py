@@ -7,7 +7,7 @@ import logging
 from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from . import store
+from . import rescore
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +27,11 @@ def rescore_app(self, app_name: str) -> int:
     """Re-apply the app's current importance rules to its records.
 
     Safe to run twice: a second pass finds nothing to change. Staff- and caller-set
-    importance is kept and no pin is removed (``store.rescore``). Each user's records are
+    importance is kept and no pin is removed (``rescore.rescore``). Each user's records are
     committed on their own, so a retry after the soft time limit keeps what was done.
     """
     try:
-        changed = store.rescore(app_name)
+        changed = rescore.rescore(app_name)
     except SoftTimeLimitExceeded as exc:
         limit = f"{soft_time_limit(self):g}s"
         if self.request.retries >= TIME_LIMIT_RETRIES:

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 PREFIX = "memadmin:touch"
 PENDING = f"{PREFIX}:pending"
 SEP = "\x1f"
+FLUSH_LOCK = f"{PREFIX}:flush-lock"
 # After a Redis failure, skip Redis for this long instead of paying a timeout per search.
 BACKOFF_SECONDS = 5.0
 _redis_down_until = 0.0
@@ -151,7 +152,7 @@ def flush_touches(max_users: int | None = None) -> int:
     client = redis_client()
     if client is None:
         return 0
-    lock = client.lock(f"{PREFIX}:flush-lock", timeout=300, blocking=False)
+    lock = client.lock(FLUSH_LOCK, timeout=300, blocking=False)
     if not lock.acquire():
         return 0  # another flush is running; its claim covers these keys
     try:
@@ -190,6 +191,51 @@ def _apply_claimed(client, m: str) -> None:
     }
     apply_touches(hits, last)
     client.delete(keys["proc_hits"], keys["proc_time"])
+
+
+KINDS = ("hits", "time", "proc:hits", "proc:time")
+
+
+def member_user(m: str) -> str | None:
+    """The user id of a pending-set member (``member``), or None if it is not one."""
+    _, sep, user = m.partition(SEP)
+    return user if sep else None
+
+
+def subject_touch_keys(client, app_name: str | None, user_id: str) -> tuple[list[str], list[str]]:
+    """Erasure: (keys, pending-set members) of the user in one app, or (None) in every app."""
+    if app_name is not None:
+        present = user_touch_keys_present(app_name, user_id)
+        keys = [k for k in present if k != PENDING]
+        return keys, [member(app_name, user_id)] if PENDING in present else []
+    keys = []
+    for raw in client.scan_iter(match=f"{PREFIX}:*", count=1000):
+        key = raw.decode("utf-8", "surrogateescape")
+        for kind in KINDS:
+            head = f"{PREFIX}:{kind}:"
+            if key.startswith(head) and member_user(key[len(head) :]) == user_id:
+                keys.append(key)
+    members = [
+        m
+        for m in (raw.decode("utf-8", "surrogateescape") for raw in client.sscan_iter(PENDING))
+        if member_user(m) == user_id
+    ]
+    return keys, members
+
+
+def discard_subject_touches(client, app_name: str | None, user_id: str) -> int:
+    """Erasure: drop the user's buffered touches in one app or (None) every app."""
+    if app_name is not None:
+        return discard_user_touches(app_name, user_id)
+    keys, members = subject_touch_keys(client, None, user_id)
+    if not keys and not members:
+        return 0
+    pipe = client.pipeline(transaction=True)
+    if keys:
+        pipe.delete(*keys)
+    if members:
+        pipe.srem(PENDING, *members)
+    return sum(int(n) for n in pipe.execute())
 
 
 def discard_user_touches(app_name: str, user_id: str) -> int:

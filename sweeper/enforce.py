@@ -17,6 +17,7 @@ from django.db.models import Count, Q, Sum
 from records import store
 from records.models import EvictionEvent, MemoryRecord
 from records.policies import policy_for
+from records.policy_sql import expired_q, live_q
 
 from .models import ItemKind, Run, WorkItem
 from .sweep import _record_entries, _Rollback, replace_plan_entries
@@ -57,9 +58,8 @@ def apps_with_records() -> list[str]:
 def users_needing_work(app_name: str, now: datetime) -> list[str]:
     """Users over a cap or holding expired records, in one aggregate over the app."""
     params = policy_for(app_name).params()
-    cutoff = now - params.ttl
-    live = Q(pinned=True) | Q(created_at__gte=cutoff)
-    expired = Q(pinned=False, created_at__lt=cutoff)
+    live = live_q(now, params)
+    expired = expired_q(now, params)
     rows = (
         MemoryRecord.objects.filter(app_name=app_name)
         .values("user_id")

@@ -16,6 +16,7 @@ from django.db.models import Count, Sum
 
 from records import feedback
 from records.models import AgentSession, DailyCounter, EvictionEvent, MemoryRecord, Policy
+from records.policy import DEFAULTS
 
 from .models import DailyMetric, Run, RunKind, RunStatus
 
@@ -102,8 +103,8 @@ def measure(now: datetime, app_name: str | None = None) -> list[AppMeasure]:
             tokens_per_user=Distribution.of(tokens[a]),
             session_events=Distribution.of(events[a]),
             added_last_7_days=int(growth.get(a) or 0),
-            max_records=caps.get(a, Policy._meta.get_field("max_records").default),
-            max_tokens=token_caps.get(a, Policy._meta.get_field("max_tokens").default),
+            max_records=caps.get(a, DEFAULTS.max_records),
+            max_tokens=token_caps.get(a, DEFAULTS.max_tokens),
         )
         for a in apps
     ]

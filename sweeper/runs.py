@@ -13,16 +13,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from memadmin import claims
 from records.selectors.apps import check_known_app
 
 from .models import ItemStatus, Run, RunStatus, WorkItem
@@ -32,7 +31,7 @@ log = logging.getLogger(__name__)
 
 def stale_after() -> timedelta:
     """A claim whose holder has not been heard of for this long is presumed dead."""
-    return timedelta(seconds=settings.MEMADMIN["STALE_CLAIM_SECONDS"])
+    return claims.lease()
 
 
 def unclaimed_after() -> timedelta:
@@ -41,6 +40,9 @@ def unclaimed_after() -> timedelta:
 
 
 Progress = Callable[[Run], None]
+# Sends a run's or an item's message, given its id: the tasks module passes its tasks'
+# ``delay`` in, so this engine never imports the tasks built on it.
+Send = Callable[[int], object]
 
 
 def worker_name() -> str:
@@ -56,9 +58,11 @@ def create_run(
     plan: Run | None = None,
     by=None,
     schedule_key: str | None = None,
-    enqueue: bool = True,
+    enqueue: Send | None = None,
 ) -> Run | None:
-    """Create a queued run and (after commit) nudge a worker. None if the slot is taken.
+    """Create a queued run and (after commit) nudge a worker with ``enqueue(run id)``
+    (``sweeper.tasks.execute_run.delay``; None: the caller runs it inline). None if the
+    slot is taken.
 
     A run limited to one app needs an app memadmin knows (UnknownApp, a ValueError):
     for a typo it would plan nothing, create the app's policy and succeed.
@@ -82,32 +86,24 @@ def create_run(
             return None  # another beat took this slot, or the plan was applied already
         raise
     if enqueue:
-        from .tasks import execute_run
-
-        transaction.on_commit(lambda: execute_run.delay(run.id))
+        transaction.on_commit(lambda: enqueue(run.id))
     return run
 
 
 def claim_run(run_id: int, now: datetime | None = None) -> str | None:
     """Claim a queued (or abandoned) run; returns the claim token, or None if taken."""
     now = now or timezone.now()
-    token = uuid.uuid4().hex
-    updated = (
-        Run.objects.filter(id=run_id)
-        .filter(
+    return claims.claim(
+        Run.objects.filter(id=run_id).filter(
             Q(status=RunStatus.QUEUED)
             | Q(status=RunStatus.RUNNING, heartbeat_at__lt=now - stale_after(), total=0)
-        )
-        .update(
-            status=RunStatus.RUNNING,
-            claim_token=token,
-            claimed_by=worker_name(),
-            heartbeat_at=now,
-            started_at=Coalesce(F("started_at"), now),
-            attempts=F("attempts") + 1,
-        )
+        ),
+        status=RunStatus.RUNNING,
+        claimed_by=worker_name(),
+        heartbeat_at=now,
+        started_at=Coalesce(F("started_at"), now),
+        attempts=F("attempts") + 1,
     )
-    return token if updated else None
 
 
 def heartbeat(run: Run, token: str) -> bool:
@@ -137,13 +133,13 @@ def fan_out(run: Run, token: str, items: list[WorkItem]) -> bool:
 
 def claim_item(item_id: int, now: datetime | None = None) -> tuple[WorkItem, str] | None:
     now = now or timezone.now()
-    token = uuid.uuid4().hex
-    updated = (
-        WorkItem.objects.filter(id=item_id, status=ItemStatus.PLANNED)
-        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - stale_after()))
-        .update(claim_token=token, claimed_at=now)
+    token = claims.claim(
+        WorkItem.objects.filter(id=item_id, status=ItemStatus.PLANNED).filter(
+            Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - stale_after())
+        ),
+        claimed_at=now,
     )
-    if not updated:
+    if token is None:
         return None
     return WorkItem.objects.select_related("run").get(id=item_id), token
 
@@ -203,14 +199,14 @@ def message_due(now: datetime) -> Q:
     return Q(queued_at__isnull=True) | Q(queued_at__lt=now - stale_after())
 
 
-def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
+def reconcile(
+    now: datetime | None = None, *, send_run: Send, send_item: Send
+) -> dict[str, list[int]]:
     """Re-queue runs that lost their message and items whose worker died.
 
     Each is sent at most once per stale period (``queued_at`` records the last send),
     however often the reconciler passes and however long the workers stay down.
     """
-    from .tasks import execute_run, run_item
-
     now = now or timezone.now()
     with transaction.atomic():
         runs = _take_due(
@@ -232,9 +228,9 @@ def reconcile(now: datetime | None = None) -> dict[str, list[int]]:
             now,
         )
     for run_id in runs:
-        execute_run.delay(run_id)
+        send_run(run_id)
     for item_id in items:
-        run_item.delay(item_id)
+        send_item(item_id)
     if runs or items:
         log.warning("reconciler re-queued %d run(s) and %d item(s)", len(runs), len(items))
     return {"runs": runs, "items": items}

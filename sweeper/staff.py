@@ -15,7 +15,7 @@ from django.db.models import Count, Q
 
 from memadmin import audit
 
-from . import plans, runs
+from . import plans, runs, tasks
 from .models import ApplyStatus, EntryKind, PlanEntry, Run, RunKind
 
 STARTABLE = (RunKind.SWEEP, RunKind.ENFORCE)
@@ -30,7 +30,14 @@ def start_run(
     if as_of is not None and not dry_run:
         raise ValueError("A real run happens now; 'as of' previews the future in a dry-run.")
     with transaction.atomic():
-        run = runs.create_run(kind, as_of=as_of, app_name=app_name, dry_run=dry_run, by=actor)
+        run = runs.create_run(
+            kind,
+            as_of=as_of,
+            app_name=app_name,
+            dry_run=dry_run,
+            by=actor,
+            enqueue=tasks.execute_run.delay,
+        )
         audit.record(
             actor,
             audit.RUN_START,
@@ -76,7 +83,13 @@ def apply_plan(actor, plan: Run) -> Run:
         plan = Run.objects.select_for_update().get(pk=plan.pk)
         plans.check_appliable(plan)
         counts = pending_counts(plan)
-        run = runs.create_run(RunKind.APPLY, plan=plan, app_name=plan.app_name, by=actor)
+        run = runs.create_run(
+            RunKind.APPLY,
+            plan=plan,
+            app_name=plan.app_name,
+            by=actor,
+            enqueue=tasks.execute_run.delay,
+        )
         if run is None:
             raise plans.PlanError(f"The plan of dry-run #{plan.pk} was applied already.")
         audit.record(

@@ -11,27 +11,28 @@ the re-run and creates no duplicate record.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Count, Q
 
 from records import artifacts as artifact_store
 from records import sessions as session_store
+from records import store
 from records.locks import user_lock
 from records.memory_service import add_session
 from records.models import AgentSession, MemoryRecord, RetiredSession
 from records.policies import policy_for
-from records.selectors.sessions import idle_filter
-from records.timestamps import is_idle_stamp
+from records.policy import idle_cutoff, session_idle
+from records.policy_sql import idle_q
 
 from .models import EntryKind, ItemKind, PlanEntry, Run, WorkItem
 
 log = logging.getLogger(__name__)
 
 
-def idle_cutoff(app_name: str, now: datetime) -> float:
-    return (now - timedelta(days=policy_for(app_name).session_idle_days)).timestamp()
+def app_idle_cutoff(app_name: str, now: datetime) -> float:
+    return idle_cutoff(now, policy_for(app_name).session_idle_days)
 
 
 def sweep_apps(run: Run) -> list[str]:
@@ -46,7 +47,7 @@ def plan_items(run: Run) -> list[WorkItem]:
     for app_name in sorted(sweep_apps(run)):
         users = (
             AgentSession.objects.filter(
-                idle_filter(idle_cutoff(app_name, run.as_of), run.as_of), app_name=app_name
+                idle_q(app_idle_cutoff(app_name, run.as_of), run.as_of), app_name=app_name
             )
             .values_list("user_id", flat=True)
             .distinct()
@@ -61,7 +62,7 @@ def plan_items(run: Run) -> list[WorkItem]:
 def idle_session_ids(app_name: str, user_id: str, now: datetime) -> list[str]:
     return list(
         AgentSession.objects.filter(
-            idle_filter(idle_cutoff(app_name, now), now), app_name=app_name, user_id=user_id
+            idle_q(app_idle_cutoff(app_name, now), now), app_name=app_name, user_id=user_id
         )
         .order_by("last_update_time", "session_id")
         .values_list("session_id", flat=True)
@@ -90,13 +91,11 @@ def retire_session(
         return "already retired" if retired else "missing"
     if expect_update_time is not None and session.last_update_time != expect_update_time:
         return "active since the preview"
-    if not is_idle_stamp(session.last_update_time, idle_cutoff(app_name, now), now.timestamp()):
+    if not session_idle(session.last_update_time, now, policy_for(app_name).session_idle_days):
         return "active again"
     if enforce:
         add_session(session, now)
     else:  # applying a plan: evict exactly the plan's victims, nothing else
-        from records import store
-
         candidates = store.extractor_for(app_name).from_events(
             app_name, user_id, session_id, session.events
         )

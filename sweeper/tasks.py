@@ -183,20 +183,25 @@ def _slot(kind: str, now: datetime, seconds: int) -> str:
     return f"{kind}:{int(now.timestamp()) // seconds * seconds}"
 
 
+def _scheduled(kind: str, slot_seconds: int) -> int | None:
+    now = timezone.now()
+    run = runs.create_run(
+        kind,
+        as_of=now,
+        schedule_key=_slot(str(kind), now, slot_seconds),
+        enqueue=execute_run.delay,
+    )
+    return run.id if run else None
+
+
 @shared_task(ignore_result=True)
 def scheduled_sweep(slot_seconds: int = 86400) -> int | None:
-    now = timezone.now()
-    run = runs.create_run(RunKind.SWEEP, as_of=now, schedule_key=_slot("sweep", now, slot_seconds))
-    return run.id if run else None
+    return _scheduled(RunKind.SWEEP, slot_seconds)
 
 
 @shared_task(ignore_result=True)
 def scheduled_enforce(slot_seconds: int = 3600) -> int | None:
-    now = timezone.now()
-    run = runs.create_run(
-        RunKind.ENFORCE, as_of=now, schedule_key=_slot("enforce", now, slot_seconds)
-    )
-    return run.id if run else None
+    return _scheduled(RunKind.ENFORCE, slot_seconds)
 
 
 @shared_task(ignore_result=True)
@@ -212,6 +217,11 @@ def rollup_metrics() -> None:
     prune_regret_terms(now)
 
 
+def reconcile(now: datetime | None = None) -> dict:
+    """``runs.reconcile`` sending through these tasks."""
+    return runs.reconcile(now, send_run=execute_run.delay, send_item=run_item.delay)
+
+
 @shared_task(ignore_result=True)
 def reconcile_runs() -> dict:
-    return runs.reconcile()
+    return reconcile()

@@ -14,7 +14,7 @@ from records.models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
 from ..schemas import ErrorOut
 
 # Ids also carry api.openapi.ID_PATTERN in the document (not blank, no NUL); the domain
-# (records.sessions.validate_id) enforces it with its own messages.
+# (records.ids.validate_id) enforces it with its own messages.
 AppName = Annotated[
     str, Path(min_length=1, max_length=APP_NAME_MAX, description="The app the key belongs to.")
 ]

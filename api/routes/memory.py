@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.utils import timezone
 from google.adk.memory.base_memory_service import SearchMemoryResponse
 from ninja import Router
@@ -45,9 +44,9 @@ def add_session(request, app_name: AppName, user_id: UserId, body: IngestSession
         )
     now = timezone.now()
     check_event_stamps(session.events, now.timestamp())
-    # One transaction: the records and the day's ingest counter, or neither.
-    with transaction.atomic():
-        result = memory_service.add_session(session, now)
+    # The transactions are the service's own (records.store.ingest): the records under the
+    # user's lock, then the app's counters after it, so ingests do not queue on them.
+    result = memory_service.add_session(session, now)
     return IngestOut.of(result)
 
 

@@ -11,19 +11,33 @@ same reasons; that is checked on every size.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from records.models import MemoryRecord
+from records import policy as pure
+from records.models import POLICY_RECORD_FIELDS, MemoryRecord
 from records.policies import policy_for, update_policy
-from records.victims import select_victims, select_victims_python
+from records.victims import select_victims
 
 from ..harness import Row, median, percentile, timed
 from ..load import UserSpec, load_records, reset_data, vacuum_analyze
 
 NAME = "enforce_user"
+
+
+def select_victims_python(
+    app_name: str, user_id: str, now: datetime, p: pure.PolicyParams
+) -> list[pure.Victim]:
+    """The article's approach: list every record into Python, score, sort (the baseline)."""
+    records = [
+        r.as_policy_record()
+        for r in MemoryRecord.objects.filter(app_name=app_name, user_id=user_id)
+        .order_by("id")
+        .only(*POLICY_RECORD_FIELDS)
+    ]
+    return pure.HybridPolicy(p).victims(records, now)
 
 
 def run(report, size: dict, env: dict) -> None:

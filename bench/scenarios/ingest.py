@@ -14,40 +14,20 @@ sessions / wall time from the common start to the last process's end.
 
 from __future__ import annotations
 
-import random
 import tempfile
 from pathlib import Path
 
 from django.db.models import Count
 from django.utils import timezone
-from google.adk.events.event import Event
-from google.genai import types
 
 from records.models import MemoryRecord
 from records.policies import policy_for
 
-from .. import corpus, subproc
+from .. import subproc
 from ..harness import Row, median, percentile
 from ..load import UserSpec, load_records, reset_data, vacuum_analyze
 
 NAME = "ingest"
-
-
-def events_for(session_id: str, seed: int, start: float) -> list[Event]:
-    rng = random.Random(seed)
-    out = []
-    for i, (author, text) in enumerate(corpus.conversation(rng)):
-        role = "user" if author == "user" else "model"
-        out.append(
-            Event(
-                id=f"{session_id}-e{i}",
-                invocation_id=f"{session_id}-inv{i // 2}",
-                author=author,
-                timestamp=start + i,
-                content=types.Content(role=role, parts=[types.Part(text=text)]),
-            )
-        )
-    return out
 
 
 def _start_processes(service, app, processes, size, sqlite_path=""):

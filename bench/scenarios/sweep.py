@@ -26,13 +26,13 @@ from google.genai import types
 from records.artifacts import _split_part
 from records.models import AgentSession, Artifact, MemoryRecord, RetiredSession, SessionEvent
 from records.policies import update_policy
-from sweeper import runs
+from sweeper import runs, tasks
 from sweeper.models import Run, RunKind, RunStatus
 
+from ..corpus import events_for
 from ..harness import Row
 from ..load import UserSpec, load_records, reset_data, vacuum_analyze
 from ..subproc import ROOT
-from .ingest import events_for
 
 NAME = "sweep"
 PREFILL, CAP = 200, 250
@@ -159,7 +159,7 @@ def sweep_with_worker(app: str, concurrency: int, timeout: float = 7200) -> tupl
     worker = Worker(concurrency)
     try:
         start = time.perf_counter()
-        run = runs.create_run(RunKind.SWEEP, app_name=app)
+        run = runs.create_run(RunKind.SWEEP, app_name=app, enqueue=tasks.execute_run.delay)
         while time.perf_counter() - start < timeout:
             run = Run.objects.get(id=run.id)
             if run.status in (RunStatus.DONE, RunStatus.FAILED):

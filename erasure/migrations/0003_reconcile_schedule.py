@@ -1,22 +1,12 @@
-"""Celery beat runs the erasure reconciler every minute (django_celery_beat's scheduler)."""
+"""Celery beat ran the erasure reconciler from a row this migration installed.
+
+Superseded: every schedule is now declared in ``memadmin.schedules`` and installed by
+``manage.py install_schedules`` (which ``start`` runs), under the name this migration
+used ("erasure: re-queue stalled or lost jobs"), so a database it already filled keeps
+its row. Kept as history; it installs nothing any more: schedules come one way.
+"""
 
 from django.db import migrations
-
-TASK = "erasure.reconcile_erasures"
-NAME = "erasure: re-queue stalled or lost jobs"
-
-
-def forward(apps, schema_editor):
-    IntervalSchedule = apps.get_model("django_celery_beat", "IntervalSchedule")
-    PeriodicTask = apps.get_model("django_celery_beat", "PeriodicTask")
-    every_minute, _ = IntervalSchedule.objects.get_or_create(every=60, period="seconds")
-    PeriodicTask.objects.get_or_create(
-        name=NAME, defaults={"task": TASK, "interval": every_minute, "enabled": True}
-    )
-
-
-def backward(apps, schema_editor):
-    apps.get_model("django_celery_beat", "PeriodicTask").objects.filter(name=NAME).delete()
 
 
 class Migration(migrations.Migration):
@@ -27,5 +17,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(forward, backward),
+        migrations.RunPython(migrations.RunPython.noop, migrations.RunPython.noop),
     ]

@@ -31,8 +31,8 @@ from ..models import (
 )
 
 PERCENTILES = (50, 99)
-DEFAULT_MAX_RECORDS = Policy._meta.get_field("max_records").default
-DEFAULT_MAX_TOKENS = Policy._meta.get_field("max_tokens").default
+DEFAULT_MAX_RECORDS = pure.DEFAULTS.max_records
+DEFAULT_MAX_TOKENS = pure.DEFAULTS.max_tokens
 
 # Eviction only, named one by one: erasure is a different process with its own figures,
 # and a reason added later for it must never leak into eviction charts.

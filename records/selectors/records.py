@@ -1,7 +1,7 @@
 """One user's records, scored and ranked as the policy sees them, for the user page.
 
 Ranking needs every record of the user (the cap line depends on all of them), so it
-runs in the database (``records.victims.rank_user``, the policy's own score
+runs in the database (``records.selectors.ranking.rank_user``, the policy's own score
 expression) and returns only the page's rows and the summary; content is then read
 for the records on the page only.
 """
@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from ..models import AgentSession, MemoryRecord, RetiredSession, UserMemoryStats
 from ..policy import PolicyParams, Record, Score
-from ..victims import rank_user
+from .ranking import rank_user
 
 
 @dataclass(frozen=True)

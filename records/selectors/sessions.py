@@ -3,42 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, Count, FloatField, Q, Value, When
+from django.db.models import Case, Count, Q, Value, When
 from django.db.models.functions import Length
 
+from .. import policy as pure
 from ..events import describe_event
 from ..models import AgentSession, Artifact, Policy, SessionEvent
-from ..timestamps import is_idle_stamp, latest_allowed, readable
+from ..policies import policy_or_default
+from ..policy_sql import idle_cutoff_by_app, idle_q
+from ..timestamps import readable
 
-DEFAULT_IDLE_DAYS = Policy._meta.get_field("session_idle_days").default
 SESSION_STATES = ("idle", "active")
 ARTIFACT_LIMIT = 200
 
 
-def idle_cutoff(now: datetime):
-    """SQL expression: the ``last_update_time`` below which a session of its app is idle.
-
-    Idle thresholds are per app (``Policy.session_idle_days``); apps are few, so one
-    CASE over them keeps every count a single query.
-    """
-    now_ts = now.timestamp()
-    whens = [
-        When(app_name=app, then=Value(now_ts - days * 86400.0))
-        for app, days in Policy.objects.values_list("app_name", "session_idle_days")
-    ]
-    default = Value(now_ts - DEFAULT_IDLE_DAYS * 86400.0)
-    if not whens:
-        return default
-    return Case(*whens, default=default, output_field=FloatField())
-
-
-def idle_filter(cutoff, now: datetime) -> Q:
-    """Sessions idle as of ``now``: updated before ``cutoff`` (a number or ``idle_cutoff``),
-    or stamped beyond any accepted timestamp (``records.timestamps.is_idle_stamp``)."""
-    return Q(last_update_time__lt=cutoff) | Q(last_update_time__gt=latest_allowed(now.timestamp()))
+def apps_idle_cutoff(now: datetime):
+    """SQL expression: the ``last_update_time`` below which a session of its app is idle
+    (each app's ``Policy.session_idle_days``)."""
+    return idle_cutoff_by_app(
+        now, dict(Policy.objects.values_list("app_name", "session_idle_days"))
+    )
 
 
 @dataclass(frozen=True)
@@ -58,7 +45,7 @@ def app_session_counts(now: datetime) -> list[AppSessions]:
         AgentSession.objects.values("app_name")
         .annotate(
             total=Count("id"),
-            idle=Count("id", filter=idle_filter(idle_cutoff(now), now)),
+            idle=Count("id", filter=idle_q(apps_idle_cutoff(now), now)),
         )
         .order_by("app_name")
     )
@@ -90,7 +77,7 @@ def session_page(
     """Sessions, most recently updated first, with their idle flag. Three queries."""
     qs = AgentSession.objects.annotate(
         idle=Case(
-            When(idle_filter(idle_cutoff(now), now), then=Value(True)),
+            When(idle_q(apps_idle_cutoff(now), now), then=Value(True)),
             default=Value(False),
         )
     )
@@ -129,10 +116,8 @@ def session_page(
 
 
 def is_idle(session: AgentSession, now: datetime) -> bool:
-    policy = Policy.objects.filter(app_name=session.app_name).only("session_idle_days").first()
-    days = policy.session_idle_days if policy else DEFAULT_IDLE_DAYS
-    cutoff = (now - timedelta(days=days)).timestamp()
-    return is_idle_stamp(session.last_update_time, cutoff, now.timestamp())
+    idle_days = policy_or_default(session.app_name).session_idle_days
+    return pure.session_idle(session.last_update_time, now, idle_days)
 
 
 def session_events_page(session: AgentSession, *, page: int | str = 1, per_page: int = 100):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 from django.db.models import Q
 
+from .. import policy as pure
 from ..models import Policy, UserMemoryStats
 
 # Sort key -> aggregate or column, with its natural direction (biggest first for numbers).
@@ -78,10 +79,7 @@ def user_page(
             "app_name", "max_records", "max_tokens"
         )
     }
-    default_caps = (
-        Policy._meta.get_field("max_records").default,
-        Policy._meta.get_field("max_tokens").default,
-    )
+    default_caps = (pure.DEFAULTS.max_records, pure.DEFAULTS.max_tokens)
     page_obj.object_list = [
         UserRow(
             app_name=row["app_name"],

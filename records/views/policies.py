@@ -10,7 +10,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from backtest.forms import BacktestForm
 from memadmin.htmx import render_page
 from memadmin.roles import OPS, check_role, has_role, viewer_required
 
@@ -113,7 +112,6 @@ def _page(request, policy: Policy, *, form=None, status=200):
         "form": form,
         "history": policy_history(policy.app_name, page=request.GET.get("page", 1)),
         "fields": _fields(policy),
-        "backtest_form": BacktestForm(),
     }
     return render_page(request, TEMPLATE, "policy-main", context, status=status)
 
@@ -164,6 +162,5 @@ def _review(request, current: Policy, form: PolicyForm, *, stale="", status=200)
         },
         "history": policy_history(current.app_name),
         "fields": _fields(current),
-        "backtest_form": BacktestForm(),
     }
     return render_page(request, TEMPLATE, "policy-main", context, status=status)

@@ -77,7 +77,7 @@ def _refuse(**kwargs):
 
 
 def test_the_prune_task_is_scheduled_daily():
-    from sweeper.schedules import SCHEDULES
+    from memadmin.schedules import SCHEDULES
 
     tasks = {s["task"]: s for s in SCHEDULES.values()}
     assert "crontab" in tasks["backtest.tasks.prune_access_history"]

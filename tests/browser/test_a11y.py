@@ -4,9 +4,9 @@ and the layout at 1,280 px: no sideways scrolling, long tables paged, ids never 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
+from erasure import jobs
 from erasure.models import ErasureRequest
 from memadmin import demo
-from records import erasure
 from records.models import AgentSession, ImportanceRule, RetiredSession
 from sweeper.models import Run
 
@@ -19,7 +19,7 @@ TALLEST = 3000  # px: the user page and a sweep report, a page of their tables
 @pytest.fixture
 def demo_pages(live_server):
     demo.seed(users_per_app=3, history_days=2)
-    req = erasure.submit(
+    req = jobs.submit(
         app_name=demo.BANK,
         user_id="bank-user-000",
         user_id_again="bank-user-000",
@@ -28,7 +28,7 @@ def demo_pages(live_server):
         actor="tests",
         enqueue_job=False,
     )
-    erasure.run(req.pk)
+    jobs.run(req.pk)
     session = AgentSession.objects.filter(app_name=demo.PHARMACY).first()
     paths = [
         "/overview/",

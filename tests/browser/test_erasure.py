@@ -3,8 +3,8 @@
 import pytest
 from playwright.sync_api import expect
 
+from erasure import jobs
 from erasure.models import ErasureAuditEntry
-from records import erasure
 
 from ..erasure.helpers import USER, erase, submit
 
@@ -47,7 +47,7 @@ def test_the_subject_row_drops_the_user_id_once_verified_without_a_reload(log_in
     expect(subject).to_contain_text(USER)
     page.evaluate("window.notReloaded = true")
 
-    erasure.run(req.pk)  # no worker here: the job runs in this process; the page polls
+    jobs.run(req.pk)  # no worker here: the job runs in this process; the page polls
 
     expect(page.locator("#progress")).to_contain_text("Status: verified")
     expect(subject).to_contain_text("user id cleared after verification")

@@ -12,8 +12,8 @@ from django.utils import timezone
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
+from erasure.inventory import SUBJECT_STORES, Subject
 from records import artifacts, feedback, memory_service, sessions, store, touches
-from records.inventory import SUBJECT_STORES, Subject
 from records.models import MemoryRecord, RetiredSession
 
 from ..records.factories import text_event

@@ -1,4 +1,4 @@
-from records import erasure
+from erasure import jobs
 from records.policies import policy_for
 
 USER = "cust-q7zv3k"
@@ -8,7 +8,7 @@ OTHER = "cust-w2lp8m"
 def submit(app, user=USER, enqueue_job=False, **kwargs):
     if app:  # an app memadmin manages, even before its agents stored anything
         policy_for(app)
-    return erasure.submit(
+    return jobs.submit(
         app_name=app,
         user_id=user,
         user_id_again=user,
@@ -22,7 +22,7 @@ def submit(app, user=USER, enqueue_job=False, **kwargs):
 
 def erase(app, user=USER, **kwargs):
     req = submit(app, user)
-    status = erasure.run(req.pk, **kwargs)
+    status = jobs.run(req.pk, **kwargs)
     req.refresh_from_db()
     assert status == req.status
     return req

@@ -3,8 +3,8 @@
 import pytest
 from django.db import DatabaseError, connection, transaction
 
+from erasure.inventory import SUBJECT_STORES
 from erasure.models import AppendOnlyError, ErasureAuditEntry, ErasureRequest
-from records.inventory import SUBJECT_STORES
 
 from .conftest import populate
 from .helpers import USER, erase, submit

@@ -8,8 +8,9 @@ from asgiref.sync import async_to_sync
 from django.db import connection, connections
 from django.utils import timezone
 
+from erasure import jobs
 from erasure.models import ErasureStatus
-from records import erasure, sessions, store
+from records import sessions, store
 from records.erasure_guard import ErasedSubjectError, acquire_subject_lock
 from records.locks import user_lock
 from records.memory_service import EvictingMemoryService
@@ -36,7 +37,7 @@ def test_an_ingest_with_a_session_read_before_the_erasure_leaves_nothing_behind(
     async_to_sync(EvictingMemoryService().add_session_to_memory)(stale)
 
     assert not MemoryRecord.objects.filter(user_id=USER).exists()
-    found = erasure.verify_subject(erasure.Subject("pharmacy", USER))
+    found = jobs.verify_subject(jobs.Subject("pharmacy", USER))
     assert {k: v["remaining"] for k, v in found.items() if v["remaining"]} == {}
 
 
@@ -110,7 +111,7 @@ def test_an_ingest_in_flight_when_the_barrier_is_raised_is_waited_for_and_erased
     assert inside.wait(timeout=30)
     outcome = {}
     job = threading.Thread(
-        target=lambda: (outcome.setdefault("status", erasure.run(req.pk)), connections.close_all())
+        target=lambda: (outcome.setdefault("status", jobs.run(req.pk)), connections.close_all())
     )
     job.start()
     for _ in range(600):  # bounded: until the job waits on the subject lock

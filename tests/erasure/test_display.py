@@ -1,12 +1,11 @@
 """Words for people on the erasure pages; the stored labels stay as they are."""
 
-from erasure import display
-from records import erasure
-from records.inventory import SUBJECT_STORES
+from erasure import display, jobs
+from erasure.inventory import SUBJECT_STORES
 
 
 def test_every_store_the_job_works_through_has_a_name_for_people():
-    labels = [s.label for s in SUBJECT_STORES] + [erasure.REDIS_STORE, erasure.SEARCH_INDEX]
+    labels = [s.label for s in SUBJECT_STORES] + [jobs.REDIS_STORE, jobs.SEARCH_INDEX]
     missing = [label for label in labels if label not in display.STORE_NAMES]
     assert missing == []
     names = [display.store_name(label) for label in labels]

@@ -4,8 +4,7 @@ import pytest
 from django.apps import apps
 from django.contrib import admin
 
-from records import touches
-from records.inventory import (
+from erasure.inventory import (
     REDIS_FAMILIES,
     SUBJECT_STORES,
     Subject,
@@ -13,6 +12,7 @@ from records.inventory import (
     redis_family,
     unclassified_models,
 )
+from records import touches
 
 from .conftest import populate
 from .helpers import erase
@@ -20,7 +20,7 @@ from .helpers import erase
 
 def test_every_model_is_classified_as_subject_data_or_not():
     assert unclassified_models() == [], (
-        "Classify these models in records/inventory.py (subject data, with how to find a "
+        "Classify these models in erasure/inventory.py (subject data, with how to find a "
         "subject's rows, or no subject data, with why) so erasure covers them"
     )
     # The same check, spelled out over the registry.
@@ -83,7 +83,7 @@ def test_every_redis_key_belongs_to_a_classified_family():
     keys = [k.decode("utf-8", "replace") for k in touches.redis_client().scan_iter(count=1000)]
     assert any(k.startswith("memadmin:touch:") for k in keys)
     assert [k for k in keys if redis_family(k) is None] == [], (
-        "Classify these Redis keys in records.inventory.REDIS_FAMILIES"
+        "Classify these Redis keys in erasure.inventory.REDIS_FAMILIES"
     )
     assert {f.name for f in REDIS_FAMILIES if f.subject_data} == {
         "touch buffer",

@@ -7,10 +7,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from erasure import jobs
+from erasure.inventory import SUBJECT_STORES, Subject
 from erasure.models import ErasureAuditEntry, ErasureBarrier, ErasureRequest, ErasureStatus
 from memadmin.pseudonyms import subject_hash
-from records import erasure, sessions, touches
-from records.inventory import SUBJECT_STORES, Subject
+from records import sessions, touches
 from records.models import DailyCounter, EvictionEvent, MemoryRecord
 from records.policies import update_policy
 
@@ -153,8 +154,8 @@ def test_a_failure_midway_is_loud_and_a_retry_resumes_with_exact_counts():
     assert not MemoryRecord.objects.filter(user_id=USER).exists()  # committed batch by batch
 
     undo()
-    erasure.retry(req.pk, actor="tests", enqueue_job=False)
-    assert erasure.run(req.pk, batch=2) == ErasureStatus.VERIFIED
+    jobs.retry(req.pk, actor="tests", enqueue_job=False)
+    assert jobs.run(req.pk, batch=2) == ErasureStatus.VERIFIED
     req.refresh_from_db()
     assert req.attempts == 2
     assert {k: req.progress[k]["deleted"] for k in expected} == expected
@@ -168,17 +169,17 @@ def test_a_stalled_run_is_handed_on_and_the_stale_run_stops_at_its_next_batch():
     req = submit("pharmacy")
     now = timezone.now()
     # A worker that claimed the request and died (no heartbeat since).
-    stale_token = erasure._claim(req.pk, lambda: now, "dead-worker")
+    stale_token = jobs._claim(req.pk, lambda: now, "dead-worker")
     assert stale_token is not None
-    assert erasure.run(req.pk) == "skipped"  # a re-delivery while the lease is fresh
-    assert erasure.reconcile(now + timedelta(seconds=30)) == []  # lease not over yet
+    assert jobs.run(req.pk) == "skipped"  # a re-delivery while the lease is fresh
+    assert jobs.reconcile(now + timedelta(seconds=30)) == []  # lease not over yet
 
-    assert erasure.reconcile(now + erasure.lease() + timedelta(seconds=1)) == [req.pk]
-    stale = erasure._Job(req.pk, stale_token, "dead-worker", timezone.now, 100)
-    with pytest.raises(erasure.LostClaim):
+    assert jobs.reconcile(now + jobs.lease() + timedelta(seconds=1)) == [req.pk]
+    stale = jobs._Job(req.pk, stale_token, "dead-worker", timezone.now, 100)
+    with pytest.raises(jobs.LostClaim):
         stale.erase_store(SUBJECT_STORES[0])
 
-    assert erasure.run(req.pk, task_id="second-worker") == ErasureStatus.VERIFIED
+    assert jobs.run(req.pk, task_id="second-worker") == ErasureStatus.VERIFIED
     req.refresh_from_db()
     assert {k: req.progress[k]["deleted"] for k in expected} == expected
     assert req.attempts == 2
@@ -193,8 +194,8 @@ def test_a_stalled_run_is_handed_on_and_the_stale_run_stops_at_its_next_batch():
 def test_data_written_while_the_job_runs_fails_verification_loudly_then_a_retry_erases_it():
     populate("pharmacy", USER, "mk1x9q")
     req = submit("pharmacy")
-    token = erasure._claim(req.pk, timezone.now, "t")
-    job = erasure._Job(req.pk, token, "t", timezone.now, 100)
+    token = jobs._claim(req.pk, timezone.now, "t")
+    job = jobs._Job(req.pk, token, "t", timezone.now, 100)
     job.raise_barrier()
     for store in SUBJECT_STORES:
         job.erase_store(store)
@@ -207,8 +208,8 @@ def test_data_written_while_the_job_runs_fails_verification_loudly_then_a_retry_
     assert "records.AgentSession (1)" in req.failure_reason
     assert req.verification["records.AgentSession"]["remaining"] == 1
 
-    erasure.retry(req.pk, actor="tests", enqueue_job=False)
-    assert erasure.run(req.pk) == ErasureStatus.VERIFIED
+    jobs.retry(req.pk, actor="tests", enqueue_job=False)
+    assert jobs.run(req.pk) == ErasureStatus.VERIFIED
 
 
 def test_policy_tuning_does_not_change_erasure():
@@ -223,9 +224,9 @@ def test_policy_tuning_does_not_change_erasure():
 def test_an_empty_subject_is_refused_everywhere():
     with pytest.raises(ValueError, match="non-empty user id"):
         Subject("pharmacy", "")
-    with pytest.raises(erasure.ErasureRefused):
+    with pytest.raises(jobs.ErasureRefused):
         submit("pharmacy", user="")
-    with pytest.raises(erasure.ErasureRefused):
+    with pytest.raises(jobs.ErasureRefused):
         submit("pharmacy", user="   ")
 
 

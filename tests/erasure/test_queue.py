@@ -8,7 +8,7 @@ from erasure.models import ErasureRequest, ErasureStatus
 from memadmin.celery import app as celery_app
 from memadmin_client.receipts import verify_receipt
 from records.models import MemoryRecord
-from sweeper import runs
+from sweeper import runs, tasks
 from sweeper.models import Run, RunKind, RunStatus
 
 from ..conftest import wait_until
@@ -35,7 +35,9 @@ def test_an_erasure_worker_runs_it_while_sweep_work_waits_on_the_default_queue(
 ):
     celery_worker_factory(queues=("erasure",))  # what `make run` starts next to the sweep worker
     make_records("pharmacy", USER, 3, now=timezone.now())
-    sweep = runs.create_run(RunKind.SWEEP)  # no worker here consumes the default queue
+    sweep = runs.create_run(
+        RunKind.SWEEP, enqueue=tasks.execute_run.delay
+    )  # no worker here consumes the default queue
     request = submit("pharmacy", enqueue_job=True)
     wait_until(
         lambda: ErasureRequest.objects.get(pk=request.pk).status == ErasureStatus.VERIFIED,

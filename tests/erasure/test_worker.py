@@ -23,9 +23,9 @@ from django.conf import settings
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
+from erasure import jobs
 from erasure.models import ErasureRequest, ErasureStatus
 from memadmin.celery import app as celery_app
-from records import erasure
 from records.models import MemoryRecord, UserState
 
 from .conftest import populate, subject_counts
@@ -180,8 +180,8 @@ def test_a_worker_killed_mid_job_is_finished_by_another(project_env, tmp_path):
 
         # The dead worker's message stays unacked (visibility timeout: an hour); the
         # reconciler hands the request on once its lease is over.
-        later = timezone.now() + erasure.lease() + timedelta(seconds=1)
-        assert erasure.reconcile(later) == [req.pk]
+        later = timezone.now() + jobs.lease() + timedelta(seconds=1)
+        assert jobs.reconcile(later) == [req.pk]
         second = Worker(env, tmp_path / "worker2.log", "erasure-second")
         workers.append(second)
         wait_for(
@@ -202,8 +202,8 @@ def test_a_worker_killed_mid_job_is_finished_by_another(project_env, tmp_path):
     assert req.status == ErasureStatus.VERIFIED, req.failure_reason
     assert req.attempts == 2
     assert {k: req.progress[k]["deleted"] for k in expected} == expected
-    assert subject_counts(erasure.Subject("pharmacy", USER)) == dict.fromkeys(expected, 0)
-    assert subject_counts(erasure.Subject("pharmacy", OTHER)) == others
+    assert subject_counts(jobs.Subject("pharmacy", USER)) == dict.fromkeys(expected, 0)
+    assert subject_counts(jobs.Subject("pharmacy", OTHER)) == others
     actions = list(req.audit.values_list("action", flat=True))
     assert actions.count("completed") == 1 and actions.count("verified") == 1
     assert "requeued" in actions and "resumed" in actions

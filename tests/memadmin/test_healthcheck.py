@@ -23,8 +23,8 @@ from django.http.request import validate_host
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from memadmin import schedules
 from memadmin.healthcheck import main, request_host
-from sweeper import schedules
 
 from ..conftest import receipt_signing_key, subprocess_database_url, wait_until
 

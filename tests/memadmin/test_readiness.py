@@ -8,7 +8,7 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from sweeper import schedules
+from memadmin import schedules
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,14 +14,19 @@ from records.policy import (
     RECORD_CAP,
     SUPERSEDED,
     TOKEN_CAP,
+    WEIGHTS,
     HybridPolicy,
     PolicyError,
     PolicyParams,
     Record,
     fresh,
     fresh_last_accessed,
+    idle_cutoff,
+    live,
     preset,
     preset_of,
+    problems,
+    session_idle,
 )
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -454,3 +459,45 @@ def test_worked_example_pinned_allergy_is_never_a_candidate_even_at_the_bottom()
     victims = policy.victims(pharmacy_customer() + new_records(NOW, naive=False), NOW)
     assert len(victims) == 494  # everything but the allergy and nine best
     assert "allergy" not in {v.id for v in victims}
+
+
+def test_live_is_pinned_or_created_no_earlier_than_the_ttl_cutoff():
+    p = PolicyParams(ttl=timedelta(days=10))
+    at_cutoff = Record(1, NOW - timedelta(days=10), NOW)
+    older = Record(2, NOW - timedelta(days=10, microseconds=1), NOW)
+    pinned = Record(3, NOW - timedelta(days=400), NOW, pinned=True)
+    assert [live(r, NOW, p) for r in (at_cutoff, older, pinned)] == [True, False, True]
+    assert [HybridPolicy(p).expired(r, NOW) for r in (at_cutoff, older, pinned)] == [
+        False,
+        True,
+        False,
+    ]
+
+
+def test_a_session_is_idle_once_updated_before_the_cutoff_or_stamped_beyond_any_accepted():
+    cutoff = idle_cutoff(NOW, 7)
+    assert cutoff == (NOW - timedelta(days=7)).timestamp()
+    assert not session_idle(cutoff, NOW, 7)
+    assert session_idle(cutoff - 0.001, NOW, 7)
+    assert not session_idle(NOW.timestamp(), NOW, 7)
+    assert session_idle((NOW + timedelta(days=30)).timestamp(), NOW, 7)
+
+
+def test_problems_are_named_by_field_and_ignore_values_of_another_type():
+    found = problems(
+        {
+            "ttl_days": 0,
+            "max_records": "many",  # the caller's type check speaks for this one
+            "session_idle_days": 0,
+            "w_recency": 0.9,
+            "w_frequency": 0.0,
+            "w_importance": 0.5,
+        }
+    )
+    assert found == {
+        "ttl_days": ["TTL must be positive"],
+        "session_idle_days": ["session idle threshold must be at least 1 day"],
+        WEIGHTS: ["weights must sum to 1 (they sum to 1.4000)"],
+    }
+    with pytest.raises(PolicyError, match="session idle threshold must be at least 1 day"):
+        PolicyParams(session_idle_days=0)

@@ -177,8 +177,8 @@ def test_confirm_against_a_changed_policy_asks_again(login, pharmacy):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"w_recency": 0.9}, "Weights must sum to 1; recency + frequency + importance = 1.4000."),
-        ({"max_records": 0}, "Must be at least 1."),
+        ({"w_recency": 0.9}, "Weights must sum to 1 (they sum to 1.4000)."),
+        ({"max_records": 0}, "Max records must be at least 1."),
         ({"half_life_hours": 0}, "Half-life must be positive."),
         # the what-if preview's sentences, for the same values (policy.LIMITS)
         ({"ttl_days": 1000000000000}, "TTL must be at most 36500 days (a century)."),

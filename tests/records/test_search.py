@@ -9,7 +9,7 @@ import pytest
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
-from records import store
+from records import search
 from records.memory_service import add_memories
 from records.models import MemoryRecord
 from records.policies import policy_for, update_policy
@@ -60,7 +60,7 @@ def memory():
 
 
 def ids(query):
-    return [r.id for r in store.search(APP, USER, query, NOW)]
+    return [r.id for r in search.search(APP, USER, query, NOW)]
 
 
 def test_a_rare_word_wins_among_hundreds_of_common_ones(memory):
@@ -124,7 +124,7 @@ def test_records_written_before_the_tokens_existed_are_filled_by_the_migration(m
 
 def test_returned_records_are_whole_and_equal_to_the_stored_rows(memory):
     labels, _ = memory
-    [found] = store.search(APP, USER, "Zurich", NOW)
+    [found] = search.search(APP, USER, "Zurich", NOW)
     stored = MemoryRecord.objects.get(id=labels["zurich"])
     fields = [f.attname for f in MemoryRecord._meta.concrete_fields]
     assert [getattr(found, f) for f in fields] == [getattr(stored, f) for f in fields]

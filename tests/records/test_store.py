@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import IntegrityError
 
-from records import store
+from records import rescore, search, store
 from records.extract import Candidate
 from records.information import information_importance
 from records.models import EvictionEvent, ImportanceRule, MemoryRecord, preset_values
@@ -66,7 +66,7 @@ def test_a_new_delivery_address_retires_the_old_one_with_its_provenance():
     first = text_event("Please deliver to 4 Mill Lane, Leeds LS1 2AB.", ts=NOW.timestamp())
     ingest_texts([first], sid="s1")
     [old] = MemoryRecord.objects.all()
-    store.search("pharmacy", "u1", "delivery address", NOW)  # read, so it scores well
+    search.search("pharmacy", "u1", "delivery address", NOW)  # read, so it scores well
     later = NOW + timedelta(days=40)
     said = later.timestamp()
     ingest_texts(
@@ -82,7 +82,7 @@ def test_a_new_delivery_address_retires_the_old_one_with_its_provenance():
     event = EvictionEvent.objects.get()
     assert (event.record_id, event.reason, event.superseded_by) == (old.id, "superseded", new.id)
     assert event.dedupe_key == old.dedupe_key  # re-ingesting s1 does not bring it back
-    found = store.search("pharmacy", "u1", "What is my delivery address?", later)
+    found = search.search("pharmacy", "u1", "What is my delivery address?", later)
     assert new.id in [r.id for r in found] and old.id not in [r.id for r in found]
 
 
@@ -202,9 +202,9 @@ def test_a_failing_ingest_writes_nothing():
 @pytest.mark.parametrize(
     ("app", "user", "message"),
     [
-        ("", "u", "app_name must be a non-empty"),
-        ("a", "", "user_id must be a non-empty"),
-        ("a" * 200, "u", "app_name must be at most 128"),
+        ("", "u", "app_name must not be empty"),
+        ("a", "", "user_id must not be empty"),
+        ("a" * 200, "u", "app_name is 200 characters long; at most 128"),
         ("a", "u\x00", "NUL"),
     ],
 )
@@ -225,7 +225,7 @@ def test_search_ranks_by_relevance_and_filters_expired_and_other_users():
     old = make_records(
         "pharmacy", "u1", 1, NOW, age=timedelta(days=400), content="Deliver to the old address"
     )[0]
-    found = store.search("pharmacy", "u1", "Where should you deliver to Elm Street?", NOW)
+    found = search.search("pharmacy", "u1", "Where should you deliver to Elm Street?", NOW)
     contents = [r.content for r in found]
     assert contents[0] == "Please deliver to 12 Elm Street"
     assert "Deliver to 9 Harbour Road" not in contents  # another user
@@ -235,29 +235,29 @@ def test_search_ranks_by_relevance_and_filters_expired_and_other_users():
 
 def test_search_matches_word_forms_and_handles_empty_or_odd_queries():
     ingest_texts(["I am allergic to penicillin"])
-    assert [r.content for r in store.search("pharmacy", "u1", "any allergies?", NOW)] == [
+    assert [r.content for r in search.search("pharmacy", "u1", "any allergies?", NOW)] == [
         "I am allergic to penicillin"
     ]
-    assert store.search("pharmacy", "u1", "", NOW) == []
-    assert store.search("pharmacy", "u1", "!!! ??? \x00", NOW) == []
-    assert store.search("pharmacy", "u1", 'penicillin" OR 1=1; --', NOW)[0].content.startswith(
+    assert search.search("pharmacy", "u1", "", NOW) == []
+    assert search.search("pharmacy", "u1", "!!! ??? \x00", NOW) == []
+    assert search.search("pharmacy", "u1", 'penicillin" OR 1=1; --', NOW)[0].content.startswith(
         "I am"
     )
 
 
 def test_search_returns_at_most_ten():
     ingest_texts([f"Order #{i} placed for metformin" for i in range(25)])
-    assert len(store.search("pharmacy", "u1", "metformin order", NOW)) == 10
+    assert len(search.search("pharmacy", "u1", "metformin order", NOW)) == 10
 
 
 @pytest.mark.skipif(buffering(), reason="direct touches are the no-Redis path")
 def test_touch_without_redis_updates_hits_and_access_time_at_once():
     [record] = make_records("pharmacy", "u1", 1, NOW)
-    assert store.touch("pharmacy", "u1", [record.id], NOW + timedelta(hours=1)) == "applied"
+    assert search.touch("pharmacy", "u1", [record.id], NOW + timedelta(hours=1)) == "applied"
     record.refresh_from_db()
     assert (record.hits, record.last_accessed_at) == (1, NOW + timedelta(hours=1))
     # an older touch never moves the access time backwards
-    store.touch("pharmacy", "u1", [record.id], NOW - timedelta(days=3))
+    search.touch("pharmacy", "u1", [record.id], NOW - timedelta(days=3))
     record.refresh_from_db()
     assert (record.hits, record.last_accessed_at) == (2, NOW + timedelta(hours=1))
 
@@ -339,6 +339,6 @@ def test_rescore_applies_changed_rules_but_keeps_staff_values_and_pins():
     assert (staff.importance, staff.importance_source) == (0.33, "staff")
     # removing the pinning rule never unpins
     ImportanceRule.objects.filter(name="courier").delete()
-    assert store.rescore("pharmacy", "u1") == 1
+    assert rescore.rescore("pharmacy", "u1") == 1
     courier.refresh_from_db()
     assert (courier.importance, courier.pinned) == (information_importance(courier.content), True)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis as redis_lib
 
-from records import store, touches
+from records import search, touches
 from records.models import MemoryRecord
 
 from .factories import make_records
@@ -31,10 +31,10 @@ def buffer(settings):
 def test_touches_are_buffered_then_flushed_in_bulk(buffer):
     a, b = make_records("app", "u1", 2, NOW)
     [c] = make_records("app", "u2", 1, NOW)
-    assert store.touch("app", "u1", [a.id, b.id], NOW + timedelta(hours=1)) == "buffered"
-    store.touch("app", "u1", [a.id], NOW + timedelta(hours=2))
-    store.touch("app", "u1", [a.id], NOW + timedelta(minutes=30))  # older: must not win
-    store.touch("app", "u2", [c.id], NOW + timedelta(hours=3))
+    assert search.touch("app", "u1", [a.id, b.id], NOW + timedelta(hours=1)) == "buffered"
+    search.touch("app", "u1", [a.id], NOW + timedelta(hours=2))
+    search.touch("app", "u1", [a.id], NOW + timedelta(minutes=30))  # older: must not win
+    search.touch("app", "u2", [c.id], NOW + timedelta(hours=3))
     a.refresh_from_db()
     assert a.hits == 0  # nothing written on the read path
     assert touches.flush_touches() == 2
@@ -50,7 +50,7 @@ def test_touches_are_buffered_then_flushed_in_bulk(buffer):
 
 def test_a_claim_left_by_a_crashed_flush_is_applied_by_the_next(buffer):
     [a] = make_records("app", "u1", 1, NOW)
-    store.touch("app", "u1", [a.id], NOW + timedelta(hours=1))
+    search.touch("app", "u1", [a.id], NOW + timedelta(hours=1))
     keys = touches.user_keys("app", "u1")
     # what a flush that died right after claiming leaves behind
     buffer.rename(keys["hits"], keys["proc_hits"])
@@ -64,7 +64,7 @@ def test_a_claim_left_by_a_crashed_flush_is_applied_by_the_next(buffer):
 
 def test_touches_for_deleted_records_are_harmless(buffer):
     [a] = make_records("app", "u1", 1, NOW)
-    store.touch("app", "u1", [a.id], NOW)
+    search.touch("app", "u1", [a.id], NOW)
     a.delete()
     touches.flush_touches()
     assert MemoryRecord.objects.count() == 0
@@ -73,8 +73,8 @@ def test_touches_for_deleted_records_are_harmless(buffer):
 def test_discarding_a_users_buffer_leaves_other_users_alone(buffer):
     [a] = make_records("app", "u1", 1, NOW)
     [b] = make_records("app", "u2", 1, NOW)
-    store.touch("app", "u1", [a.id], NOW)
-    store.touch("app", "u2", [b.id], NOW)
+    search.touch("app", "u1", [a.id], NOW)
+    search.touch("app", "u2", [b.id], NOW)
     assert touches.user_touch_keys_present("app", "u1")
     touches.discard_user_touches("app", "u1")
     assert touches.user_touch_keys_present("app", "u1") == []

@@ -6,13 +6,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from records.models import MemoryRecord
+from records.models import POLICY_RECORD_FIELDS, MemoryRecord
 from records.policy import HybridPolicy, PolicyParams
-from records.victims import select_victims, select_victims_python
+from records.victims import select_victims
 
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def python_victims(app, user, now, params):
+    """The oracle: every record of the user through the pure policy."""
+    records = MemoryRecord.objects.filter(app_name=app, user_id=user).order_by("id")
+    return HybridPolicy(params).victims(
+        [r.as_policy_record() for r in records.only(*POLICY_RECORD_FIELDS)], now
+    )
 
 
 def random_records(rng, app, user, n):
@@ -63,7 +71,7 @@ def test_sql_selection_equals_pure_policy_on_random_data(seed):
 
     sql = select_victims("app", None, NOW, params)
     for user in users:
-        expected = select_victims_python("app", user, NOW, params)
+        expected = python_victims("app", user, NOW, params)
         got = [v for v in sql if v.user_id == user]
         assert [(v.id, v.reason, v.superseded_by) for v in got] == [
             (v.id, v.reason, v.superseded_by) for v in expected
@@ -171,7 +179,7 @@ def test_token_cap_far_past_the_record_cap_with_zero_token_records_ranked_first(
     )
     params = PolicyParams(max_records=99, max_tokens=500)  # 700 tokens: 200 over
     got = select_victims("app", ["u"], NOW, params)
-    expected = select_victims_python("app", "u", NOW, params)
+    expected = python_victims("app", "u", NOW, params)
     assert [(v.id, v.reason) for v in got] == [(v.id, v.reason) for v in expected]
     assert len(got) == 50
     assert [v.reason for v in got].count("token_cap") == 49
@@ -180,7 +188,7 @@ def test_token_cap_far_past_the_record_cap_with_zero_token_records_ranked_first(
 def test_float_rounding_equals_numeric_rounding_in_postgresql():
     from django.db import connection
 
-    from records.victims import _PG_ROUND_9
+    from records.policy_sql import PG_ROUND_9
 
     if connection.vendor != "postgresql":
         pytest.skip("the PostgreSQL score expression")
@@ -192,7 +200,7 @@ def test_float_rounding_equals_numeric_rounding_in_postgresql():
         values += [half, math.nextafter(half, 0), math.nextafter(half, 1), k / 1e9]
         values += [half + d for d in (1e-16, -1e-16, 3e-15, -3e-15, 1e-14, -1e-14)]
     values = [v for v in values if 0 <= v <= 1]
-    expression = _PG_ROUND_9.format(x="v")
+    expression = PG_ROUND_9.format(x="v")
     with connection.cursor() as cursor:
         cursor.execute(
             # The expression is the module's constant; the values go as a parameter.

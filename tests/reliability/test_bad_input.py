@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError as PydanticError
 
-from records import artifacts, sessions, store
+from records import artifacts, search, sessions, store
 from records.extract import MAX_CONTENT_CHARS, Extractor
 from records.memory_service import add_events, add_session
 from records.models import AgentSession, MemoryRecord, Policy, SessionEvent
@@ -109,7 +109,7 @@ def test_policy_values_out_of_range_are_refused_and_change_nothing(changes):
 
 
 def test_unknown_apps_and_users_are_empty_not_errors():
-    assert store.search("nobody-app", "nobody", "anything", NOW) == []
+    assert search.search("nobody-app", "nobody", "anything", NOW) == []
     assert store.enforce("nobody-app", "nobody", NOW) == []
     assert sessions.get_session(app_name="nobody-app", user_id="x", session_id="y") is None
     assert store.delete_records("nobody-app", "nobody", NOW) == 0

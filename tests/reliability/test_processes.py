@@ -16,7 +16,7 @@ import pytest
 from django.db.models import Count
 
 from records.models import AgentSession, MemoryRecord, RetiredSession
-from sweeper import runs
+from sweeper import runs, tasks
 from sweeper.models import Run, RunKind, RunStatus
 
 from ..conftest import wait_until
@@ -44,7 +44,7 @@ def test_a_sweep_survives_its_worker_being_killed_again_and_again(celery_worker_
                 idle_days=9,
             )
             idle.add(sid)
-    run = runs.create_run(RunKind.SWEEP)
+    run = runs.create_run(RunKind.SWEEP, enqueue=tasks.execute_run.delay)
     kills = 0
     for _ in range(KILLS):
         before = Run.objects.get(id=run.id).done
@@ -66,14 +66,14 @@ def test_a_sweep_survives_its_worker_being_killed_again_and_again(celery_worker_
         # The dead worker's claims go stale after a second; then re-queue its work.
         wait_until(
             lambda: (
-                runs.reconcile()["items"] or Run.objects.get(id=run.id).status == RunStatus.DONE
+                tasks.reconcile()["items"] or Run.objects.get(id=run.id).status == RunStatus.DONE
             ),
             timeout=60,
             message="stale claims to be re-queued",
         )
     celery_worker_factory(concurrency=2, MEMADMIN_STALE_CLAIM_SECONDS=1)
     done = wait_until(
-        lambda: (runs.reconcile(), finished(run.id))[1], timeout=300, message="the sweep to finish"
+        lambda: (tasks.reconcile(), finished(run.id))[1], timeout=300, message="the sweep to finish"
     )
 
     present = set(AgentSession.objects.values_list("session_id", flat=True))

@@ -26,9 +26,10 @@ from hypothesis.stateful import (
     rule,
 )
 
-from records import erasure, sessions, store
+from erasure import jobs
+from erasure.inventory import SUBJECT_STORES, Subject
+from records import sessions, store
 from records.erasure_guard import ErasedSubjectError
-from records.inventory import SUBJECT_STORES, Subject
 from records.memory_service import add_session, search_entries
 from records.models import EvictionEvent, MemoryRecord, UserMemoryStats
 from records.policies import update_policy
@@ -164,7 +165,7 @@ class Memadmin(RuleBasedStateMachine):
     def erase(self, user):
         # everything the user ever had: erasure takes their eviction log with it
         ids = {i for i, owner in self.owner.items() if owner == user}
-        req = erasure.submit(
+        req = jobs.submit(
             app_name=APP,
             user_id=user,
             user_id_again=user,
@@ -174,7 +175,7 @@ class Memadmin(RuleBasedStateMachine):
             now=self.clock,
             enqueue_job=False,
         )
-        status = erasure.run(req.pk, clock=lambda: self.clock)
+        status = jobs.run(req.pk, clock=lambda: self.clock)
         assert status == "verified", status
         self.erased_ids |= ids
         self.pinned -= ids

@@ -13,9 +13,9 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from api.keys import create_key
+from erasure import jobs
 from erasure.models import ErasureRequest
 from memadmin.models import AuditEntry
-from records import erasure
 from records.models import AgentSession, ImportanceRule, MemoryRecord, RetiredSession
 from records.policies import policy_for
 from sweeper import runs
@@ -73,7 +73,7 @@ def world(make_user):
     plan = run_inline(runs.create_run(RunKind.SWEEP, dry_run=True, enqueue=False))
     key = create_key(app, "agent", timezone.now()).key
     compliance = make_user("carol-x", "compliance")
-    req = erasure.submit(
+    req = jobs.submit(
         app_name=app,
         user_id="someone-else",
         user_id_again="someone-else",
@@ -82,7 +82,7 @@ def world(make_user):
         requested_by=compliance,
         enqueue_job=False,
     )
-    erasure.run(req.pk)  # verified: its receipt can be downloaded
+    jobs.run(req.pk)  # verified: its receipt can be downloaded
     return {
         "app": app,
         "user": user,

@@ -115,7 +115,7 @@ def test_reconcile_finds_lost_messages_and_dead_workers(settings):
     Run.objects.filter(id=lost.id).update(created_at=timezone.now() - timedelta(hours=1))
     app.conf.task_always_eager = True  # run the re-queued tasks here
     try:
-        result = runs.reconcile()
+        result = tasks.reconcile()
     finally:
         app.conf.task_always_eager = False
     assert result["runs"] == [lost.id]
@@ -149,7 +149,7 @@ def broker():
 
 
 def passes_every_two_minutes(start, minutes):
-    """The reconciler's schedule (sweeper/schedules.py), on a fixed clock."""
+    """The reconciler's schedule (memadmin/schedules.py), on a fixed clock."""
     return [start + timedelta(minutes=m) for m in range(2, minutes + 1, 2)]
 
 
@@ -172,7 +172,7 @@ def test_with_no_worker_the_reconciler_resends_each_item_once_per_stale_period(b
     runs.claim_item(ids[0], now=sent_at)  # a worker took this one, then died
     passes = passes_every_two_minutes(sent_at, minutes=20)
     for now in passes:
-        runs.reconcile(now=now)
+        tasks.reconcile(now=now)
     expected = sends_expected(sent_at, passes)
     assert expected == 3  # 20 minutes, 5-minute stale time: not one per pass (10)
     assert broker(tasks.run_item) == {item_id: expected for item_id in ids}
@@ -186,16 +186,18 @@ def test_items_queued_behind_others_of_a_progressing_run_are_not_resent(broker):
     later = start + timedelta(hours=1)
     # other items of the run keep completing (each renews the run's heartbeat)
     Run.objects.filter(id=run.id).update(heartbeat_at=later - timedelta(seconds=5))
-    assert runs.reconcile(now=later)["items"] == []
+    assert tasks.reconcile(now=later)["items"] == []
     assert broker(tasks.run_item) == {}
 
 
 def test_a_queued_run_whose_message_was_lost_is_resent_once_per_stale_period(broker):
     created = timezone.now()
-    run = runs.create_run(RunKind.SWEEP)  # its message is sent after commit: never, here
+    run = runs.create_run(
+        RunKind.SWEEP, enqueue=tasks.execute_run.delay
+    )  # its message is sent after commit: never, here
     passes = passes_every_two_minutes(created, minutes=20)
     for now in passes:
-        runs.reconcile(now=now)
+        tasks.reconcile(now=now)
     assert broker(tasks.execute_run) == {run.id: sends_expected(created, passes)}
 
 
@@ -231,7 +233,7 @@ def killed_then_finished(run):
         for item_id in ids:
             tasks.run_item(item_id)
     assert Run.objects.get(id=run.id).status == RunStatus.RUNNING
-    for item_id in runs.reconcile()["items"]:
+    for item_id in tasks.reconcile()["items"]:
         tasks.run_item(item_id)
     return Run.objects.get(id=run.id)
 

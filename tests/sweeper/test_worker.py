@@ -28,12 +28,12 @@ def test_a_sweep_and_its_dry_run_on_a_worker(celery_worker_factory):
         )
     make_session("app", "u0", "active", ["My name is Ana"], idle_days=0)
 
-    plan = runs.create_run(RunKind.SWEEP, dry_run=True)
+    plan = runs.create_run(RunKind.SWEEP, dry_run=True, enqueue=tasks.execute_run.delay)
     plan = wait_until(lambda: finished(plan.id), message="dry-run")
     assert plan.status == RunStatus.DONE and plan.entries.filter(kind="session").count() == 6
     assert AgentSession.objects.count() == 7  # the dry-run changed nothing
 
-    applied = runs.create_run(RunKind.APPLY, plan=plan)
+    applied = runs.create_run(RunKind.APPLY, plan=plan, enqueue=tasks.execute_run.delay)
     applied = wait_until(lambda: finished(applied.id), message="apply")
     assert applied.status == RunStatus.DONE and applied.done == applied.total == 6
     assert list(AgentSession.objects.values_list("session_id", flat=True)) == ["active"]
@@ -51,7 +51,7 @@ def test_enforcement_fans_out_over_two_worker_processes(celery_worker_factory):
     now = timezone.now()
     for i in range(12):
         make_records("app", f"u{i:02d}", 4, now)
-    run = runs.create_run(RunKind.ENFORCE)
+    run = runs.create_run(RunKind.ENFORCE, enqueue=tasks.execute_run.delay)
     run = wait_until(lambda: finished(run.id), message="enforcement")
     assert run.status == RunStatus.DONE and run.done == run.total == 4  # 12 users, batches of 3
     claimed_by = set(run.items.values_list("claim_token", flat=True))
@@ -111,7 +111,7 @@ def test_an_item_past_its_soft_time_limit_is_released_retried_then_failed(celery
     texts = slow_texts(20)  # seconds of rule work: well past half a second
     make_session("app", "u0", "s0", texts, idle_days=9)
 
-    run = runs.create_run(RunKind.SWEEP)
+    run = runs.create_run(RunKind.SWEEP, enqueue=tasks.execute_run.delay)
     run = wait_until(lambda: finished(run.id), timeout=120, message="sweep")
     item = run.items.get()
     assert (run.status, item.status) == (RunStatus.FAILED, "failed")

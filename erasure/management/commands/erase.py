@@ -8,8 +8,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from erasure import jobs
 from erasure.models import ErasureRequest, ErasureStatus
-from records import erasure
 
 
 class Command(BaseCommand):
@@ -59,7 +59,7 @@ class Command(BaseCommand):
             again = input("Type the user id again to confirm: ")
         actor = f"{getpass.getuser()} via manage.py erase"
         try:
-            req = erasure.submit(
+            req = jobs.submit(
                 app_name=None if all_apps else app,
                 user_id=user,
                 user_id_again=again,
@@ -68,7 +68,7 @@ class Command(BaseCommand):
                 actor=actor,
                 enqueue_job=not wait,
             )
-        except erasure.ErasureRefused as exc:
+        except jobs.ErasureRefused as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(
             f"Erasure #{req.pk} submitted: {req.scope_label}, ticket {req.ticket}, "
@@ -81,13 +81,13 @@ class Command(BaseCommand):
             )
             return
         self.stdout.write("Running it here…")
-        status = erasure.run(req.pk, task_id="manage.py erase")
+        status = jobs.run(req.pk, task_id="manage.py erase")
         req = ErasureRequest.objects.get(pk=req.pk)
         self._report(req)
         if status != ErasureStatus.VERIFIED:
             raise CommandError(f"Erasure #{req.pk} {req.status}: {req.failure_reason}")
         if receipt:
-            Path(receipt).write_bytes(erasure.receipt_bytes(req.receipt))
+            Path(receipt).write_bytes(jobs.receipt_bytes(req.receipt))
             self.stdout.write(
                 f"Receipt written to {receipt} (SHA-256 {req.receipt_sha256}), signed with "
                 f"Ed25519 key {req.receipt['signature']['key_id']}: "

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from records import store
+from records import rescore
+from records.ids import check_scope
 from records.selectors.apps import check_known_app
 
 
@@ -13,9 +14,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, app, user, **options):
         try:
-            store.check_scope(app, user if user is not None else "-")
+            check_scope(app, user if user is not None else "-")
             check_known_app(app)
-            changed = store.rescore(app, user)
+            changed = rescore.rescore(app, user)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(

@@ -5,7 +5,7 @@ from records import store
 from records.selectors.apps import UnknownApp, is_known_app
 from sweeper import runs
 from sweeper.models import PlanEntry, RunKind
-from sweeper.tasks import run_inline
+from sweeper.tasks import execute_run, run_inline
 
 from ._progress import progress_printer
 from .sweep import parse_as_of
@@ -40,7 +40,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Evicted {len(victims)} record(s) of {app}/{user}.")
             return
         run = runs.create_run(
-            RunKind.ENFORCE, as_of=as_of, app_name=app, dry_run=dry_run, enqueue=background
+            RunKind.ENFORCE,
+            as_of=as_of,
+            app_name=app,
+            dry_run=dry_run,
+            enqueue=execute_run.delay if background else None,
         )
         if background:
             self.stdout.write(f"Queued run #{run.id}.")

@@ -8,7 +8,7 @@ from records.selectors.apps import UnknownApp
 from sweeper import plans, runs
 from sweeper.forms import LONGEST_PREVIEW
 from sweeper.models import PlanEntry, Run, RunKind
-from sweeper.tasks import run_inline
+from sweeper.tasks import execute_run, run_inline
 
 from ._progress import progress_printer
 
@@ -71,11 +71,17 @@ class Command(BaseCommand):
                 plans.check_appliable(plan)
             except plans.PlanError as exc:
                 raise CommandError(str(exc)) from exc
-            run = runs.create_run(RunKind.APPLY, plan=plan, enqueue=background)
+            run = runs.create_run(
+                RunKind.APPLY, plan=plan, enqueue=execute_run.delay if background else None
+            )
         else:
             try:
                 run = runs.create_run(
-                    RunKind.SWEEP, as_of=as_of, app_name=app, dry_run=dry_run, enqueue=background
+                    RunKind.SWEEP,
+                    as_of=as_of,
+                    app_name=app,
+                    dry_run=dry_run,
+                    enqueue=execute_run.delay if background else None,
                 )
             except UnknownApp as exc:
                 raise CommandError(str(exc)) from exc

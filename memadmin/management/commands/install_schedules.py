@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from sweeper.schedules import install
+from memadmin.schedules import install
 
 
 class Command(BaseCommand):

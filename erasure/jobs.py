@@ -1,7 +1,7 @@
 """Erasure: the compliance path, kept apart from eviction.
 
 Eviction removes records for relevance and may be tuned weekly; erasure removes one
-subject's data from every store that holds it (``records.inventory``), verifies that
+subject's data from every store that holds it (``erasure.inventory``), verifies that
 nothing is left, and leaves an audit trail and a receipt. It never writes an
 ``EvictionEvent``, never counts as an eviction in metrics, and no policy setting
 changes what it does.
@@ -33,20 +33,25 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from erasure import signing
-from memadmin import pseudonyms
+from memadmin import audit as staff_audit
+from memadmin import claims, pseudonyms
 from memadmin.roles import COMPLIANCE, has_role
+from records import erasure_guard, touches
+from records.ids import check_scope
+from records.locks import acquire_user_lock, user_lock_key
+from records.models import APP_NAME_MAX, MemoryRecord
+from records.selectors.apps import UnknownApp, is_known_app
 
-from . import erasure_guard, touches
+from . import models, signing
 from .inventory import (
     NO_SUBJECT_DATA,
     SUBJECT_REDIS_FAMILIES,
@@ -54,10 +59,6 @@ from .inventory import (
     Subject,
     SubjectStore,
 )
-from .locks import acquire_user_lock, user_lock_key
-from .models import APP_NAME_MAX, MemoryRecord
-from .selectors.apps import UnknownApp, is_known_app
-from .store import check_scope
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ Clock = Callable[[], datetime]
 REDIS_STORE = "redis:touch buffer"
 SEARCH_INDEX = "search index"
 JOB_ACTOR = "erasure job"
+RUN_TASK = "erasure.run_erasure"
 # 2: signed with Ed25519 (erasure/signing.py); version 1 receipts carry only a SHA-256.
 RECEIPT_VERSION = 2
 # What a receipt cannot speak for, printed on every receipt.
@@ -92,14 +94,9 @@ def batch_size() -> int:
 
 
 def lease() -> timedelta:
-    """A run that has not heartbeated for this long is presumed dead."""
-    return timedelta(seconds=int(settings.MEMADMIN.get("ERASURE_LEASE_SECONDS", 120)))
-
-
-def _models():
-    from erasure import models  # the erasure app's tables; imported late (app registry)
-
-    return models
+    """A run that has not heartbeated for this long is presumed dead (one lease for
+    every claimed job: ``memadmin.claims``)."""
+    return claims.lease()
 
 
 def subject_of(req) -> Subject:
@@ -122,7 +119,7 @@ def audit(
     detail: dict | None = None,
     task_id: str = "",
 ):
-    return _models().ErasureAuditEntry.objects.create(
+    return models.ErasureAuditEntry.objects.create(
         request=req,
         at=at,
         actor=actor[:200],
@@ -167,7 +164,6 @@ def submit(
 
     ``requested_by`` must hold the compliance role; commands pass None and an ``actor``.
     """
-    models = _models()
     if requested_by is not None and not has_role(requested_by, COMPLIANCE):
         raise ErasureRefused("Only the compliance role can submit an erasure.")
     if app_name is not None and (not isinstance(app_name, str) or not app_name.strip()):
@@ -224,8 +220,6 @@ def submit(
                 detail={"scope": req.scope_label, "ticket": ticket},
             )
             if requested_by is not None:  # a staff action: the staff audit log has it too
-                from memadmin import audit as staff_audit
-
                 staff_audit.record(
                     requested_by,
                     staff_audit.ERASURE_SUBMIT,
@@ -246,15 +240,13 @@ def submit(
 def enqueue(request_id: int) -> None:
     """Send the job's message. The row is the truth: a lost message is re-sent by
     ``reconcile``; a duplicate one finds the request claimed or finished."""
-    from erasure.tasks import run_erasure
-
-    _models().ErasureRequest.objects.filter(pk=request_id).update(queued_at=timezone.now())
-    run_erasure.delay(request_id)
+    models.ErasureRequest.objects.filter(pk=request_id).update(queued_at=timezone.now())
+    # By the task's name: the tasks module imports this one, never the other way round.
+    current_app.signature(RUN_TASK, args=(request_id,)).delay()
 
 
 def retry(request_id: int, *, actor: str, now: datetime | None = None, enqueue_job: bool = True):
     """Send a failed request round again: stores are searched again, counts accumulate."""
-    models = _models()
     now = now or timezone.now()
     with transaction.atomic():
         req = models.ErasureRequest.objects.select_for_update().get(pk=request_id)
@@ -293,7 +285,6 @@ def run(
 ) -> str:
     """Run (or resume) the job; returns the request's status afterwards, or 'skipped'
     when another run holds it or it is finished. Safe to call any number of times."""
-    models = _models()
     token = _claim(request_id, clock, task_id)
     if token is None:
         return "skipped"
@@ -310,15 +301,18 @@ def run(
         return models.ErasureStatus.FAILED
 
 
-def _claim(request_id: int, clock: Clock, task_id: str) -> uuid.UUID | None:
-    models = _models()
-    token = uuid.uuid4()
+def _claim(request_id: int, clock: Clock, task_id: str) -> str | None:
     now = clock()
     with transaction.atomic():
-        claimed = models.ErasureRequest.objects.filter(
-            pk=request_id, status__in=models.OPEN_STATUSES, claim_token__isnull=True
-        ).update(claim_token=token, heartbeat_at=now, attempts=F("attempts") + 1, updated_at=now)
-        if not claimed:
+        token = claims.claim(
+            models.ErasureRequest.objects.filter(
+                pk=request_id, status__in=models.OPEN_STATUSES, claim_token__isnull=True
+            ),
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+            updated_at=now,
+        )
+        if token is None:
             return None
         req = models.ErasureRequest.objects.select_for_update().get(pk=request_id)
         if req.status == models.ErasureStatus.SUBMITTED:
@@ -377,7 +371,7 @@ class _Job:
         self.clock = clock
         self.batch = batch
         self.step = "start"
-        self.models = _models()
+        self.models = models
 
     # Every write of the job goes through here: the request row locked, the claim checked.
     def _fenced(self):
@@ -480,7 +474,9 @@ class _Job:
             if client is None:
                 state["note"] = "no Redis configured: touches go straight to the database"
             else:
-                state["deleted"] += delete_touch_keys(client, subject_of(req))
+                state["deleted"] += touches.discard_subject_touches(
+                    client, subject_of(req).app_name, req.user_id
+                )
                 state["batches"] += 1
             state["done"] = True
             req.progress[REDIS_STORE] = state
@@ -592,7 +588,7 @@ def verify_subject(subject: Subject) -> dict[str, dict]:
     if client is None:
         found[REDIS_STORE] = {"remaining": 0, "how": "not configured (no Redis)"}
     else:
-        keys, members = touch_keys(client, subject)
+        keys, members = touches.subject_touch_keys(client, subject.app_name, subject.user_id)
         found[REDIS_STORE] = {
             "remaining": len(keys) + len(members),
             "how": "keys of the touch buffer ("
@@ -613,53 +609,6 @@ def _search_index_check() -> dict:
     except DatabaseError:
         return {"remaining": 1, "how": "SQLite FTS5 integrity-check failed: stale index entries"}
     return {"remaining": 0, "how": "SQLite FTS5 index matches the records table (integrity-check)"}
-
-
-def touch_keys(client, subject: Subject) -> tuple[list[str], list[str]]:
-    """(keys, pending-set members) of the subject in the Redis touch buffer."""
-    if subject.app_name is not None:
-        present = touches.user_touch_keys_present(subject.app_name, subject.user_id)
-        keys = [k for k in present if k != touches.PENDING]
-        members = (
-            [touches.member(subject.app_name, subject.user_id)]
-            if touches.PENDING in present
-            else []
-        )
-        return keys, members
-    keys = []
-    for raw in client.scan_iter(match=f"{touches.PREFIX}:*", count=1000):
-        key = raw.decode("utf-8", "surrogateescape")
-        for kind in ("hits", "time", "proc:hits", "proc:time"):
-            head = f"{touches.PREFIX}:{kind}:"
-            if key.startswith(head) and _member_user(key[len(head) :]) == subject.user_id:
-                keys.append(key)
-    members = [
-        m
-        for m in (
-            raw.decode("utf-8", "surrogateescape") for raw in client.sscan_iter(touches.PENDING)
-        )
-        if _member_user(m) == subject.user_id
-    ]
-    return keys, members
-
-
-def _member_user(member: str) -> str | None:
-    app, sep, user = member.partition(touches.SEP)
-    return user if sep else None
-
-
-def delete_touch_keys(client, subject: Subject) -> int:
-    if subject.app_name is not None:
-        return touches.discard_user_touches(subject.app_name, subject.user_id)
-    keys, members = touch_keys(client, subject)
-    if not keys and not members:
-        return 0
-    pipe = client.pipeline(transaction=True)
-    if keys:
-        pipe.delete(*keys)
-    if members:
-        pipe.srem(touches.PENDING, *members)
-    return sum(int(n) for n in pipe.execute())
 
 
 # --- receipts ------------------------------------------------------------------------------
@@ -743,7 +692,6 @@ def receipt_bytes(receipt: dict) -> bytes:
 def reconcile(now: datetime | None = None, *, stale_after: timedelta | None = None) -> list[int]:
     """Re-queue requests whose run stopped heartbeating, and open ones whose message was
     lost. Returns their ids. Run periodically (Celery beat) and safe to run anywhere."""
-    models = _models()
     now = now or timezone.now()
     cutoff = now - (stale_after or lease())
     requeued: list[int] = []

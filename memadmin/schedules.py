@@ -1,4 +1,5 @@
-"""The periodic work, declared in code and installed into django-celery-beat's tables.
+"""Every periodic task of every app, declared in this one list and installed into
+django-celery-beat's tables (``manage.py install_schedules``, run by ``start``).
 
 Beat reads the schedules from the database (DatabaseScheduler), so ops can change one
 in the Django admin without a deploy; installing again keeps such changes unless told
@@ -36,6 +37,11 @@ SCHEDULES: dict[str, dict] = {
     "memadmin: reconcile stalled runs": {
         "task": "sweeper.tasks.reconcile_runs",
         "every_seconds": 120,
+    },
+    # Named as erasure's migration 0003 installed it, so databases that have the row keep it.
+    "erasure: re-queue stalled or lost jobs": {
+        "task": "erasure.reconcile_erasures",
+        "every_seconds": 60,
     },
 }
 

@@ -2,7 +2,7 @@
 
 Every model of the project (``django.apps.apps.get_models()``) and every Redis key
 family is classified here, either as holding subject data, with how to find one
-subject's rows, or as holding none, with the reason. Erasure (``records.erasure``)
+subject's rows, or as holding none, with the reason. Erasure (``erasure.jobs``)
 deletes and verifies exactly the ``SUBJECT_STORES``, in their order; a test fails
 when a model has no classification, so erasure cannot fall behind the schema.
 
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from django.apps import apps
 from django.db.models import Model, Q
+
+from records import touches
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ class NoSubjectData:
 
 @dataclass(frozen=True)
 class RedisFamily:
-    """A family of Redis keys. ``subject_data`` families are erased by ``records.erasure``."""
+    """A family of Redis keys. ``subject_data`` families are erased by ``erasure.jobs``."""
 
     name: str
     pattern: str  # a regular expression over the whole key
@@ -205,21 +207,20 @@ NO_SUBJECT_DATA: tuple[NoSubjectData, ...] = (
     NoSubjectData("django_celery_beat.ClockedSchedule", "schedules"),
 )
 
-_SEP = "\x1f"
 REDIS_FAMILIES: tuple[RedisFamily, ...] = (
     RedisFamily(
         "touch buffer",
-        rf"memadmin:touch:(hits|time|proc:hits|proc:time):.+{_SEP}.+",
+        rf"{re.escape(touches.PREFIX)}:({'|'.join(touches.KINDS)}):.+{touches.SEP}.+",
         True,
         "per (app, user): record ids, hit counts and access times",
     ),
     RedisFamily(
         "touch buffer pending set",
-        r"memadmin:touch:pending",
+        re.escape(touches.PENDING),
         True,
         "members name (app, user); the subject's member is removed",
     ),
-    RedisFamily("touch flush lock", r"memadmin:touch:flush-lock", False, "a lock, no data"),
+    RedisFamily("touch flush lock", re.escape(touches.FLUSH_LOCK), False, "a lock, no data"),
     RedisFamily(
         "Celery broker",
         r"(celery|unacked|unacked_index|unacked_mutex|_kombu\..*|celery-task-meta-.*|celeryev.*)",
@@ -235,7 +236,7 @@ def classification() -> dict[str, SubjectStore | NoSubjectData]:
     out: dict[str, SubjectStore | NoSubjectData] = {}
     for entry in (*SUBJECT_STORES, *NO_SUBJECT_DATA):
         if entry.label in out:
-            raise ValueError(f"{entry.label} is classified twice in records.inventory")
+            raise ValueError(f"{entry.label} is classified twice in erasure.inventory")
         out[entry.label] = entry
     return out
 

@@ -1,0 +1,38 @@
+"""The one id validator: app, user and session ids (and file names) memadmin can store.
+
+Every edge calls it, the ADK services, the HTTP API, the store and erasure, so an id is
+refused with the same sentence wherever it comes in.
+"""
+
+from __future__ import annotations
+
+from .models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
+
+
+def validate_id(
+    name: str,
+    value: object,
+    max_length: int,
+    *,
+    error: type[ValueError] = ValueError,
+    blank: bool = False,
+) -> str:
+    """Return ``value`` if it is a usable id, else raise ``error`` saying why.
+    ``blank`` accepts an empty or blank string (an optional id)."""
+    if not isinstance(value, str):
+        raise error(f"{name} must be a string, not {type(value).__name__}.")
+    if not blank and not value.strip():
+        raise error(f"{name} must not be empty or blank.")
+    if "\x00" in value:
+        raise error(f"{name} must not contain NUL characters.")
+    if len(value) > max_length:
+        raise error(f"{name} is {len(value)} characters long; at most {max_length} are allowed.")
+    return value
+
+
+def check_scope(app_name: str, user_id: str, session_id: str | None = None) -> None:
+    """Refuse an (app, user[, session]) we cannot store; the session id may be empty."""
+    validate_id("app_name", app_name, APP_NAME_MAX)
+    validate_id("user_id", user_id, USER_ID_MAX)
+    if session_id is not None:
+        validate_id("session_id", session_id, SESSION_ID_MAX, blank=True)
