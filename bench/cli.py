@@ -103,8 +103,8 @@ SIZES: dict[str, dict[str, dict]] = {
             "baseline_queries": {500: 200, 5_000: 200, 50_000: 40},
             "repetitions": 5,
         },
-        # 50,000 records per user load in about a minute (bulk); the ADK baselines'
-        # in-memory copy is the slow part. Lower with --set recall.records=[500,5000].
+        # All three sizes took 300 s on 2 shared cores (docs/search.md), most of it in
+        # ADK's in-memory scan at 50,000; lower with --set 'recall.records=[500,5000]'.
         "recall": {"records": [500, 5_000, 50_000], "repetitions": 5},
         "enforce_user": {"records": [500, 10_000, 100_000], "repeat": 15},
         "enforce_pass": {"users": 2_000, "records": 1_000_000},
