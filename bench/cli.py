@@ -29,6 +29,7 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/8"
 
 SCENARIOS = (
     "search",
+    "recall",
     "enforce_user",
     "enforce_pass",
     "ingest",
@@ -53,6 +54,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "baseline_queries": 21,
             "repetitions": 3,
         },
+        "recall": {"records": [100, 500], "repetitions": 3},
         "enforce_user": {"records": [500, 2_000], "repeat": 3},
         "enforce_pass": {"users": 20, "records": 10_000},
         "ingest": {
@@ -101,6 +103,9 @@ SIZES: dict[str, dict[str, dict]] = {
             "baseline_queries": {500: 200, 5_000: 200, 50_000: 40},
             "repetitions": 5,
         },
+        # All three sizes took 300 s on 2 shared cores (docs/search.md), most of it in
+        # ADK's in-memory scan at 50,000; lower with --set 'recall.records=[500,5000]'.
+        "recall": {"records": [500, 5_000, 50_000], "repetitions": 5},
         "enforce_user": {"records": [500, 10_000, 100_000], "repeat": 15},
         "enforce_pass": {"users": 2_000, "records": 1_000_000},
         "ingest": {

@@ -54,6 +54,8 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
     assert report["scenarios"] == TIMED
     assert {row["scenario"].split(",")[0].split(" (")[0] for row in report["rows"]} >= {
         "search",
+        "recall: known-answer recall@10",
+        "recall: search latency",
         "enforce one user",
         "enforcement pass",
         "ingest",
@@ -74,7 +76,9 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
     interleaved = [
         r
         for r in report["rows"]
-        if r["scenario"].startswith(("search", "sessions:", "scale: search", "scale: ingest"))
+        if r["scenario"].startswith(
+            ("search", "recall: search", "sessions:", "scale: search", "scale: ingest")
+        )
     ]
     session_baselines = {r["baseline"] for r in interleaved if r["scenario"].startswith("sess")}
     assert {"ADK DatabaseSessionService", "ADK InMemorySessionService"} <= session_baselines
@@ -84,6 +88,19 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         assert row["ratio_range"][0] <= row["ratio"] <= row["ratio_range"][1], row
     assert all(isinstance(r.get("load"), float) for r in report["rows"]), report["rows"]
     assert set(report["machine"]["load_average_by_scenario"]) == set(TIMED)
+    # Known-answer recall: a percentage per size against both ADK services, every
+    # question's answer planted (a check), the misses listed per system.
+    recall = [r for r in report["rows"] if r["scenario"] == "recall: known-answer recall@10"]
+    assert {(r["size"], r["baseline"]) for r in recall} == {
+        (f"{n} records/user", base)
+        for n in (100, 500)
+        for base in ("ADK SqliteMemoryService", "ADK InMemoryMemoryService")
+    }
+    assert all(r["unit"] == "%" and 0 <= r["ours"] <= 100 and r["base"] is not None for r in recall)
+    planted = [c for c in report["checks"] if "questions' answers is planted once" in c["name"]]
+    assert len(planted) == 2 and all(c["passed"] for c in planted)
+    assert [d["records"] for d in report["details"]["recall"]] == [100, 500]
+    assert "Known-answer questions missed in the top 10" in proc.stdout
     failed = [c for c in report["checks"] if not c["passed"]]
     assert not failed, failed
     assert len(report["checks"]) >= 15
