@@ -193,8 +193,7 @@ def index_tokens(content: str, author: str = "", context: Iterable[tuple[str, st
     """
     text = f"{author} {content}" if author else content
     own = " ".join(form for word in _words(text, for_query=False) for form in _forms(word))
-    layer = context_tokens(context)
-    return f"{own} {layer}" if own and layer else own or layer
+    return _joined(own, context_tokens(context))
 
 
 def context_tokens(context: Iterable[tuple[str, str]]) -> str:
@@ -211,8 +210,11 @@ def reindex(content: str, author: str, tokens: str) -> str:
     """``index_tokens`` of a record's content and author, keeping the context layer of
     its current ``tokens`` (the turns before it are not stored with the record)."""
     kept = " ".join(t for t in tokens.split(" ") if t.startswith(CONTEXT_MARK))
-    own = index_tokens(content, author)
-    return f"{own} {kept}" if own and kept else own or kept
+    return _joined(index_tokens(content, author), kept)
+
+
+def _joined(*layers: str) -> str:
+    return " ".join(layer for layer in layers if layer)
 
 
 def query_words(query: str) -> list[str]:
