@@ -21,7 +21,7 @@ from django.utils.module_loading import import_string
 
 from memadmin import counters
 
-from . import access_log, due, erasure_guard, feedback
+from . import access_log, due, erasure_guard, feedback, search_text
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor
