@@ -9,17 +9,18 @@ decide, so there is no second definition of the score.
 Why the bounds hold: every term of the score is at least 0, and between two moments
 none falls by more than its own half-life's factor (recency by ``half_life``, a past-due
 importance by ``past_due_half_life``; frequency never falls), so a record's score at
-``t`` is at least its score at ``τ`` times ``decay(t - τ)``, the smaller factor. A touch
-only raises a score, so an old key stays a lower bound after it. Every key in the heap
-was taken at or after ``since`` (the last rebuild), so ``key * decay(t - since)`` bounds
-every record from below.
+``t`` is at least its score ``s`` at ``τ`` times ``0.5 ** ((t - τ) / h)``. Keyed as
+``s * 2 ** ((τ - origin) / h)``, records scored at different moments compare in one
+heap (one heap per ``h``: records with a due date may decay faster). A touch only
+raises a score, so an old key stays a lower bound after it.
 
 How the victims are found: the expired records, every record with a slot (what
 supersedes what depends on all of them) and the lowest keys go to the pure policy, with
 the caps lowered by what stays outside. Its answer is the full answer when the caps are
 met inside that set and every record outside scores, by its bound, above the last
 victim: then the full ranking starts with the same records in the same order. Otherwise
-more keys come in; when too many had to, the keys are taken again at ``t``.
+the records whose bound is not above it are scored: those that score above it go back
+keyed afresh, the others come in.
 """
 
 from __future__ import annotations
@@ -32,18 +33,49 @@ from records import policy as pure
 
 # Far above the error of rounding a score to ``SCORE_DECIMALS`` and of the float maths.
 EPSILON = 1e-8
-# Keys taken in one enforcement before the heap is rebuilt at its moment.
-REBUILD_AFTER = 48
+# Half-lives since a heap's origin before it is keyed afresh (2 ** 500 is far from
+# overflowing a float).
+MAX_HALF_LIVES = 500
 CAP_REASONS = frozenset({pure.RECORD_CAP, pure.TOKEN_CAP})
+
+
+class _Bounds:
+    """Lower bounds on scores that fall by at most half every ``hours``."""
+
+    def __init__(self, hours: float, origin: datetime) -> None:
+        self.hours = hours
+        self.origin = origin
+        self.heap: list[tuple[float, int | str]] = []  # (key, id); one per id
+
+    def _half_lives(self, t: datetime) -> float:
+        return (t - self.origin).total_seconds() / 3600.0 / self.hours
+
+    def key(self, score: float, t: datetime) -> float:
+        return score * 2.0 ** self._half_lives(t)
+
+    def push(self, score: float, record_id, t: datetime) -> None:
+        heapq.heappush(self.heap, (self.key(score, t), record_id))
+
+    def lowest(self, live: dict, t: datetime) -> tuple[float, int | str] | None:
+        """(bound at ``t``, id) of the lowest live key, dropping dead ones."""
+        heap = self.heap
+        while heap and heap[0][1] not in live:
+            heapq.heappop(heap)
+        if not heap:
+            return None
+        return heap[0][0] * 0.5 ** self._half_lives(t) - EPSILON, heap[0][1]
+
+    def stale(self, t: datetime) -> bool:
+        return self._half_lives(t) > MAX_HALF_LIVES
 
 
 class Live:
     def __init__(self) -> None:
         self.records: dict[int | str, pure.Record] = {}
         self.tokens = 0
-        self._keys: list[tuple[float, int | str]] = []  # (lower bound, id); one per id
-        self._since: datetime | None = None
         self._params: pure.PolicyParams | None = None
+        self._plain: _Bounds | None = None  # scores that fall with recency only
+        self._due: _Bounds | None = None  # with a due date: importance may fall too
         self._by_age: list[tuple[datetime, int | str]] = []  # unpinned, by created_at
         self._slotted: dict[int | str, pure.Record] = {}
         self._slot_counts: dict[str, int] = {}
@@ -71,8 +103,8 @@ class Live:
             self._slot_counts[r.slot] = n
             self._shared_slots += n == 2
         elif self._params is not None:
-            # Keyed under the policy the heap holds; a change of policy rebuilds it.
-            heapq.heappush(self._keys, (pure.HybridPolicy(self._params).score(r, t).total, r.id))
+            # Keyed under the policy the heaps hold; a change of policy rebuilds them.
+            self._push(r, pure.HybridPolicy(self._params).score(r, t).total, t)
 
     def remove(self, record_id) -> pure.Record | None:
         r = self.records.pop(record_id, None)
@@ -101,41 +133,75 @@ class Live:
         expired = self._expired(t, params)
         if not over and not expired and not (params.supersede and self._shared_slots):
             return []
-        if self._params is not params or self._since is None:
+        if self._params is not params or self._plain.stale(t) or self._due.stale(t):  # type: ignore[union-attr]
             self._rebuild(t, params)
         chosen = {r.id: r for r in expired}
         chosen.update(self._slotted)
-        taken: list[int | str] = []
-        rebuilt = False
+        policy = pure.HybridPolicy(params)
+        taken: list[int | str] = []  # out of the heaps: back in unless evicted
         while True:
             answer = self._answer(chosen, t, params)
-            if answer is not None:
-                victims, last = answer
-                bound = self._lowest_bound(t, params)
-                if bound is None or bound > last:
-                    break
-                limit = last
-            else:
-                limit = None  # the caps cannot be met inside: take one more key
-            if not rebuilt and len(taken) >= REBUILD_AFTER:
-                for i in taken:
-                    if i not in chosen or i in self._slotted:
-                        continue
-                    del chosen[i]
-                for r in expired:
-                    chosen[r.id] = r
-                taken = []
-                self._rebuild(t, params)
-                rebuilt = True
+            if answer is None:  # the caps cannot be met inside: the lowest keys come in
+                short = len(self.records) - params.max_records + 1 - len(chosen)
+                for _ in range(max(1, short)):
+                    lowest = self._pop_lowest(t)
+                    if lowest is None:
+                        break
+                    chosen[lowest] = self.records[lowest]
+                    taken.append(lowest)
                 continue
-            self._take(chosen, taken, t, params, limit)
+            victims, last = answer
+            if not self._score_band(chosen, taken, t, policy, last):
+                break
         evicted = {v.id for v in victims}
-        policy = pure.HybridPolicy(params)
         for i in taken:
-            if i not in evicted and i in self.records:
+            if i not in evicted:
                 r = self.records[i]
-                heapq.heappush(self._keys, (policy.score(r, t).total, i))
+                self._push(r, policy.score(r, t).total, t)
         return victims
+
+    def _score_band(self, chosen, taken, t, policy, last) -> bool:
+        """Score every keyed record whose bound is not above ``last``: those at or
+        below it come into ``chosen``, the others go back keyed at ``t``. False: none."""
+        band = []
+        while True:
+            lowest = self._lowest(t)
+            if lowest is None or lowest[0] > last:
+                break
+            band.append(self._pop_lowest(t))
+        moved = False
+        for i in band:
+            r = self.records[i]
+            score = policy.score(r, t).total
+            if score > last + 2 * EPSILON:
+                self._push(r, score, t)
+            else:
+                chosen[i] = r
+                taken.append(i)
+                moved = True
+        return moved
+
+    def _lowest(self, t) -> tuple[float, int | str] | None:
+        found = [
+            b for b in (self._plain.lowest(self.records, t), self._due.lowest(self.records, t)) if b
+        ]  # type: ignore[union-attr]
+        return min(found) if found else None
+
+    def _pop_lowest(self, t) -> int | str | None:
+        lowest = self._lowest(t)
+        if lowest is None:
+            return None
+        for bounds in (self._plain, self._due):
+            heap = bounds.heap  # type: ignore[union-attr]
+            if heap and heap[0][1] == lowest[1]:
+                heapq.heappop(heap)
+                return lowest[1]
+        raise AssertionError("the lowest key is in neither heap")
+
+    def _push(self, r: pure.Record, score: float, t: datetime) -> None:
+        params = self._params
+        decays = r.due_at is not None and params.past_due_half_life_hours > 0  # type: ignore[union-attr]
+        (self._due if decays else self._plain).push(score, r.id, t)  # type: ignore[union-attr]
 
     def _answer(self, chosen, t, params):
         """(victims, score of the last cap victim) from the pure policy over ``chosen``
@@ -167,42 +233,6 @@ class Live:
             policy = self._inner_cache[(max_records, max_tokens)] = pure.HybridPolicy(inner)
         return policy
 
-    def _decay(self, t: datetime, params: pure.PolicyParams) -> float:
-        hours = max(0.0, (t - self._since).total_seconds() / 3600.0)  # type: ignore[operator]
-        factor = 0.5 ** (hours / params.half_life_hours)
-        if params.past_due_half_life_hours > 0:
-            factor = min(factor, 0.5 ** (hours / params.past_due_half_life_hours))
-        return factor
-
-    def _lowest_bound(self, t, params) -> float | None:
-        """A lower bound on the score at ``t`` of every keyed record; None: none left."""
-        keys = self._keys
-        while keys and keys[0][1] not in self.records:
-            heapq.heappop(keys)
-        if not keys:
-            return None
-        return keys[0][0] * self._decay(t, params) - EPSILON
-
-    def _take(self, chosen, taken, t, params, limit) -> None:
-        """Move the lowest key into ``chosen``, and every key whose bound is not above
-        ``limit``."""
-        decay = self._decay(t, params)
-        keys = self._keys
-        first = True
-        while keys:
-            key, i = keys[0]
-            if i not in self.records:
-                heapq.heappop(keys)
-                continue
-            if not first and (limit is None or key * decay - EPSILON > limit):
-                return
-            heapq.heappop(keys)
-            chosen[i] = self.records[i]
-            taken.append(i)
-            first = False
-        if first:
-            raise AssertionError("no record left to take, yet the caps are not met")
-
     def _expired(self, t: datetime, params: pure.PolicyParams) -> list[pure.Record]:
         """The live records past their TTL at ``t``; the pure policy confirms each."""
         out = []
@@ -219,8 +249,12 @@ class Live:
         return out
 
     def _rebuild(self, t: datetime, params: pure.PolicyParams) -> None:
-        policy = pure.HybridPolicy(params)
-        self._keys = [(policy.score(r, t).total, r.id) for r in self.records.values() if not r.slot]
-        heapq.heapify(self._keys)
-        self._since = t
+        hours = params.half_life_hours
+        due_hours = params.past_due_half_life_hours
         self._params = params
+        self._plain = _Bounds(hours, t)
+        self._due = _Bounds(min(hours, due_hours) if due_hours > 0 else hours, t)
+        policy = pure.HybridPolicy(params)
+        for r in self.records.values():
+            if not r.slot:
+                self._push(r, policy.score(r, t).total, t)
