@@ -37,6 +37,7 @@ SCENARIOS = (
     "dashboard",
     "rules",
     "scale",
+    "backtest",
     "quality",
 )
 
@@ -83,6 +84,13 @@ SIZES: dict[str, dict[str, dict]] = {
             "queries": 12,
             "repetitions": 3,
             "ingest_sessions": 2,
+        },
+        "backtest": {
+            "users": 4,
+            "days": 90,
+            "searches_per_day": 2,
+            "evictions": 20,
+            "tune": True,
         },
         # A taste of every dataset and policy: one conversation, two small users.
         "quality": {
@@ -133,6 +141,15 @@ SIZES: dict[str, dict[str, dict]] = {
             "queries": 300,
             "repetitions": 5,
             "ingest_sessions": 10,
+        },
+        # The size; the tuner replays ~90 candidates (--set backtest.tune=false
+        # to time the backtest alone).
+        "backtest": {
+            "users": 10_000,
+            "days": 90,
+            "searches_per_day": 2,
+            "evictions": 100,
+            "tune": True,
         },
         "quality": {
             "budgets": [50, 100, 200, 400],

@@ -68,6 +68,8 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "scale: enforcement pass",
         "scale: search",
         "scale: ingest",
+        "backtest: backtest",
+        "backtest: tune",
     }
     # Ours and each baseline alternate within repetitions: at least three, the range of
     # the per-repetition medians beside the median, the load average on every row.
