@@ -39,6 +39,7 @@ SCENARIOS = (
     "scale",
     "backtest",
     "quality",
+    "tuning",
 )
 
 # The public half of LoCoMo sits beside the repository (its licence forbids a copy in it).
@@ -91,6 +92,12 @@ SIZES: dict[str, dict[str, dict]] = {
             "searches_per_day": 2,
             "evictions": 20,
             "tune": True,
+        },
+        "tuning": {
+            "budgets": [10],
+            "synthetic_users": 2,
+            "synthetic_sessions": 40,
+            "processes": 2,
         },
         # A taste of every dataset and policy: one conversation, two small users.
         "quality": {
@@ -150,6 +157,12 @@ SIZES: dict[str, dict[str, dict]] = {
             "searches_per_day": 2,
             "evictions": 100,
             "tune": True,
+        },
+        "tuning": {
+            "budgets": [100, 200],
+            "synthetic_users": 12,
+            "synthetic_sessions": 110,
+            "processes": 2,
         },
         "quality": {
             "budgets": [50, 100, 200, 400],

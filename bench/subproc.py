@@ -214,8 +214,16 @@ def backtest(args: dict, pipe=None) -> dict:
     }
 
 
+def quality_tune(args: dict, pipe=None) -> dict:
+    """The tuner on a half-year quality replay (``bench.quality.replay.tune_worker``)."""
+    from .quality.replay import tune_worker
+
+    return tune_worker(args)
+
+
 KINDS = {
     "backtest": backtest,
+    "quality_tune": quality_tune,
     "enforce_pass": enforcement_pass,
     "ingest": ingest,
     "quality": quality,
