@@ -38,7 +38,9 @@ SCENARIOS = (
     "dashboard",
     "rules",
     "scale",
+    "backtest",
     "quality",
+    "tuning",
 )
 
 # The public half of LoCoMo sits beside the repository (its licence forbids a copy in it).
@@ -85,6 +87,19 @@ SIZES: dict[str, dict[str, dict]] = {
             "queries": 12,
             "repetitions": 3,
             "ingest_sessions": 2,
+        },
+        "backtest": {
+            "users": 4,
+            "days": 90,
+            "searches_per_day": 2,
+            "evictions": 20,
+            "tune": True,
+        },
+        "tuning": {
+            "budgets": [10],
+            "synthetic_users": 2,
+            "synthetic_sessions": 40,
+            "processes": 2,
         },
         # A taste of every dataset and policy: one conversation, two small users.
         "quality": {
@@ -138,6 +153,21 @@ SIZES: dict[str, dict[str, dict]] = {
             "queries": 300,
             "repetitions": 5,
             "ingest_sessions": 10,
+        },
+        # The size; the tuner replays ~90 candidates (--set backtest.tune=false
+        # to time the backtest alone).
+        "backtest": {
+            "users": 10_000,
+            "days": 90,
+            "searches_per_day": 2,
+            "evictions": 100,
+            "tune": True,
+        },
+        "tuning": {
+            "budgets": [100, 200],
+            "synthetic_users": 12,
+            "synthetic_sessions": 110,
+            "processes": 2,
         },
         "quality": {
             "budgets": [50, 100, 200, 400],

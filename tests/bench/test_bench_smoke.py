@@ -1,6 +1,6 @@
 """The benchmarks run end to end at the smoke size, so they cannot rot.
 
-The quality scenario replays datasets for minutes rather than seconds; it has its own
+The quality and tuning scenarios replay datasets for minutes rather than seconds; each has its own
 end-to-end test on small fixtures (tests/bench/test_quality.py).
 
 Timings are not asserted (CI machines vary); the table must hold every scenario and
@@ -20,7 +20,7 @@ from django.db import connection
 from bench.cli import SCENARIOS
 from records.rules import DEFAULT_RULES
 
-TIMED = [s for s in SCENARIOS if s != "quality"]
+TIMED = [s for s in SCENARIOS if s not in ("quality", "tuning")]
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.worker]
 
@@ -70,6 +70,8 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "scale: enforcement pass",
         "scale: search",
         "scale: ingest",
+        "backtest: backtest",
+        "backtest: tune",
     }
     # Ours and each baseline alternate within repetitions: at least three, the range of
     # the per-repetition medians beside the median, the load average on every row.
