@@ -18,8 +18,8 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from records import feedback, search
-from records.memory_service import add_session
+from records import feedback
+from records.memory_service import add_session, search_entries
 from records.models import (
     AgentSession,
     AppState,
@@ -347,7 +347,11 @@ def _record(
     )
 
 
-def _random_record(rng, app, user, now, who, max_age_days=330) -> MemoryRecord:
+# The oldest demo notes are this many days old.
+MAX_AGE_DAYS = 330
+
+
+def _random_record(rng, app, user, now, who, max_age_days=MAX_AGE_DAYS) -> MemoryRecord:
     category, importance, pinned, templates, _ = rng.choices(
         CATEGORIES[app], weights=CATEGORY_WEIGHTS
     )[0]
@@ -622,12 +626,12 @@ def seed(
     stats = DemoStats()
     for app in DEMO_APPS:
         policy_for(app)
-    # A tighter policy on one app so cap use differs between apps.
-    update_policy(
-        TRAVEL,
-        {"max_records": 200, "max_tokens": 15_000, "session_idle_days": 14},
-        note="demo: tighter caps",
+    # The apps have had their policies as long as they have had records.
+    PolicyVersion.objects.filter(app_name__in=DEMO_APPS, version=1).update(
+        created_at=now - timedelta(days=MAX_AGE_DAYS)
     )
+    if not history_days:  # else the history tightens it on its day (a mark on the charts)
+        tighten_travel_caps(now)
     # A staff rule of one app, so the Rules page shows an override next to the defaults.
     ImportanceRule.objects.create(
         app_name=TRAVEL,
@@ -680,8 +684,24 @@ OTHERS_PER_DAY = 2
 # A note the regulars have, which evicted, an agent later searches for again.
 REGRET_NOTE = "Asked about opening hours of the {city} branch."
 REGRET_QUERY = "what are the opening hours of the branch"
+# What agents look up for a user who is talking: mostly their pinned notes, which
+# eviction keeps, so most searches find something and are no regret; now and then
+# what the user is called (notes a tight cap can evict: see TIGHTEN_DAY).
+SEARCHES = {
+    PHARMACY: ["{drug} daily dose"],
+    TRAVEL: ["{meal} meals on flights", "prefers {seat}"],
+    BANK: ["{account} passphrase"],
+}
+NAME_SEARCH = ("called {nick}", 1 / 10)  # the query, and the share of searches asking it
+SEARCHES_PER_TALK = (3, 6)  # searches in one user's conversation, at least and at most
 # The day (days before now) on which a user of each app had to repeat something.
 CORRECTION_DAYS = {PHARMACY: 10, TRAVEL: 6, BANK: 3}
+# The day (days before now) the travel app's caps are tightened, before its traffic:
+# the charts mark the change, and the app's regulars are cut down to the new caps.
+TIGHTEN_DAY = 8
+TIGHTER_CAPS = {"max_records": 200, "max_tokens": 15_000, "session_idle_days": 14}
+# Each past day is rolled up at this time, after its traffic, as the nightly task would.
+ROLLUP_TIME = time(23, 0)
 
 
 @dataclass
@@ -689,6 +709,14 @@ class HistoryStats:
     users: int = 0
     records: int = 0
     sessions: int = 0
+    searches: int = 0
+
+
+def tighten_travel_caps(at: datetime) -> None:
+    """Tighten the travel app's caps, as staff would on the Policies page, at ``at``: so
+    cap use differs between apps, and the charts mark when the change came."""
+    policy = update_policy(TRAVEL, TIGHTER_CAPS, note="demo: tighter caps")
+    PolicyVersion.objects.filter(app_name=TRAVEL, version=policy.version).update(created_at=at)
 
 
 def _history_session(rng, app: str, user: str, sid: str, when: datetime) -> Session:
@@ -699,18 +727,34 @@ def _history_session(rng, app: str, user: str, sid: str, when: datetime) -> Sess
     )
 
 
+def _searches(rng, app: str, user: str, when: datetime) -> int:
+    """The agent's searches during a user's conversation, through the memory service."""
+    person = vars(who(app, user))
+    n = rng.randint(*SEARCHES_PER_TALK)
+    for i in range(n):
+        asked, share = NAME_SEARCH
+        if rng.random() >= share:
+            asked = rng.choice(SEARCHES[app])
+        query = asked.format(**person)
+        search_entries(app, user, query, when + timedelta(seconds=20 * (i + 1)))
+    return n
+
+
 def seed_history(
     now: datetime, users: dict[str, dict[str, int]], *, seed: int = 42, days: int = 14
 ) -> HistoryStats:
-    """``days`` days of real traffic before ``now``, then the day's metric roll-ups.
+    """``days`` days of real traffic before ``now``, each rolled up that evening.
 
     Each past day, through the same services agents use, at that day's time: a few
     regular users (at their cap) and others have a conversation ingested, which
-    enforces the policy then (so old notes are evicted that day); an agent searches
-    for a note evicted earlier (a regret hit) and some users report having to repeat
-    themselves (corrections). Each finished day is rolled up (``rollup_day``). Then,
-    today: one real sweep of the bank app, one dry-run sweep of the pharmacy app to
-    review on the Sweeps page, and today's roll-up. Deterministic for a given seed.
+    enforces the policy then (so old notes are evicted that day), and the agent
+    searches their memory a few times (``search_entries``); every other day it searches
+    for a note evicted earlier (a regret hit), and some users report having to repeat
+    themselves (corrections). On TIGHTEN_DAY, before its traffic, the travel app's caps
+    are tightened. Each day is rolled up that evening (``rollup_day``), so its size
+    snapshot is of that day. Then, today: one real sweep of the bank app, one dry-run
+    sweep of the pharmacy app to review on the Sweeps page, and today's roll-up.
+    Deterministic for a given seed.
 
     ``users`` maps each app's demo users to their number of records; only users well
     under the cap join the regulars, so the users left over a cap stay over it.
@@ -724,9 +768,8 @@ def seed_history(
     out = HistoryStats()
     regulars: dict[str, list[str]] = {}
     base = []
-    policies = {app: policy_for(app) for app in DEMO_APPS}
     for app in DEMO_APPS:
-        policy = policies[app]
+        policy = policy_for(app)
         count = min(REGULARS_PER_APP, len(users.get(app, [])))
         regulars[app] = [f"{app.split('-')[0][:4]}-regular-{i}" for i in range(count)]
         for user in regulars[app]:
@@ -756,23 +799,30 @@ def seed_history(
             out.users += 1
     MemoryRecord.objects.bulk_create(base, batch_size=2000)
     out.records = len(base)
+    # Sessions idle longer than the idle period in force today are retired by now.
+    idle_days = {app: policy_for(app).session_idle_days for app in DEMO_APPS}
+    idle_days[TRAVEL] = TIGHTER_CAPS["session_idle_days"]
 
     for k in range(days, 0, -1):
         day = (now - timedelta(days=k)).date()
         start = datetime.combine(day, time(9, 0), tzinfo=UTC)
+        if k == min(TIGHTEN_DAY, days):
+            tighten_travel_caps(start - timedelta(hours=1))
         for app in DEMO_APPS:
-            cap = policies[app].max_records
+            cap = policy_for(app).max_records
             others = [u for u, size in users.get(app, {}).items() if size < cap * 0.8]
             talking = regulars[app] + rng.sample(others, min(OTHERS_PER_DAY, len(others)))
             for n, user in enumerate(talking):
                 when = start + timedelta(minutes=40 * n + rng.randint(0, 30))
                 session = _history_session(rng, app, user, f"{user}-d{k}", when)
                 add_session(session, when)
-                if k < policies[app].session_idle_days:  # older ones: tombstones (add_tombstones)
+                if k < idle_days[app]:  # older ones: tombstones (add_tombstones)
                     _store_session(app, user, session.id, session.events, when)
                 out.sessions += 1
+                out.searches += _searches(rng, app, user, when)
             if regulars[app] and k % 2 == 0:  # an agent looks for a note evicted earlier
-                search.note_regret(app, regulars[app][0], REGRET_QUERY, start + timedelta(hours=6))
+                search_entries(app, regulars[app][0], REGRET_QUERY, start + timedelta(hours=6))
+                out.searches += 1
             if regulars[app] and k == CORRECTION_DAYS[app]:  # a user had to repeat something
                 feedback.report_correction(
                     app,
@@ -780,7 +830,7 @@ def seed_history(
                     start + timedelta(hours=7),
                     about=REGRET_QUERY,
                 )
-        rollup_day(day, now)
+        rollup_day(day, datetime.combine(day, ROLLUP_TIME, tzinfo=UTC))
 
     today = []
     if users.get(BANK):

@@ -102,6 +102,71 @@ def test_seed_demo_has_two_weeks_of_real_history_for_the_charts():
     assert customer.count() == 498
 
 
+def test_seed_demo_history_searches_through_the_search_path_most_finding_no_regret():
+    from records import feedback
+    from records.access_log import SearchLog
+    from records.models import DailyCounter
+
+    now = timezone.now()
+    demo.seed(users_per_app=3, now=now)
+    history = [now.date() - timedelta(days=k) for k in range(1, 15)]
+    total = {"searches": 0, "regret": 0}
+    for app in demo.DEMO_APPS:
+        counted = DailyCounter.objects.filter(app_name=app, day__in=history)
+        searches = dict(counted.filter(name=feedback.SEARCHES).values_list("day", "value"))
+        regret = dict(counted.filter(name=feedback.REGRET_HITS).values_list("day", "value"))
+        assert set(searches) == set(history), app  # searches every day, not only regrets
+        for day in history:  # most searches find what is there, even after a tightening
+            assert searches[day] > 2 * regret.get(day, 0), (app, day)
+        assert sum(regret.values()) > 0, app
+        total["searches"] += sum(searches.values())
+        total["regret"] += sum(regret.values())
+        # real searches of the memory service: each one kept in the search history
+        logged = SearchLog.objects.filter(app_name=app, searched_at__date__in=history)
+        assert logged.count() == sum(searches.values())
+    assert 1000 * total["regret"] / total["searches"] < 100  # tens per 1,000, not 1,000
+
+
+def test_seed_demo_rolls_each_history_day_up_as_of_that_day():
+    from sweeper.selectors import size_history
+
+    now = timezone.now()
+    demo.seed(users_per_app=3, now=now)
+    for app in demo.DEMO_APPS:
+        sizes = size_history(now, app, days=15)
+        assert sizes.days[0] == now.date() - timedelta(days=14)
+        for stat in ("p50", "max"):
+            assert None not in sizes.sizes["records"][stat], (app, stat)
+        assert None not in sizes.caps["records"], app
+    # the travel caps in force each day: the defaults, then the tightening
+    caps = size_history(now, demo.TRAVEL, days=15).caps["records"]
+    change = 14 - demo.TIGHTEN_DAY
+    assert set(caps[:change]) == {500} and set(caps[change:]) == {200}
+
+
+def test_seed_demo_dates_the_policy_change_inside_the_history():
+    from records.models import PolicyVersion
+    from records.selectors import policy_changes
+
+    now = timezone.now()
+    demo.seed(users_per_app=3, now=now)
+    [change] = policy_changes(demo.TRAVEL, now - timedelta(days=30))
+    assert change.at.date() == now.date() - timedelta(days=demo.TIGHTEN_DAY)
+    assert ("max_records", 500, 200) in change.changes
+    for app in (demo.PHARMACY, demo.BANK):
+        assert policy_changes(app, now - timedelta(days=400)) == []
+    first = PolicyVersion.objects.filter(version=1, app_name__in=demo.DEMO_APPS)
+    assert all(v.created_at < change.at for v in first)  # no version older than its app
+    # the change cut the travel regulars to the new cap on that day: more evictions
+    cut = DailyMetric.objects.get(
+        day=change.at.date(), app_name=demo.TRAVEL, name="evictions_record_cap"
+    )
+    before = DailyMetric.objects.get(
+        day=change.at.date() - timedelta(days=1), app_name=demo.TRAVEL, name="evictions_record_cap"
+    )
+    assert cut.value > 10 * before.value
+
+
 def test_seed_demo_history_is_deterministic():
     now = timezone.now()
     demo.seed(users_per_app=2, now=now)
