@@ -326,8 +326,12 @@ def forgetting_rates(now: datetime, app_name: str, *, days: int = 30) -> Forgett
 
 
 def first_counted_day(app_name: str) -> date | None:
-    """The first day anything was counted for the app (an ingest, a search): days before
-    it would only chart the absence of the system. The counters table is small (apps ×
-    days × a few names), so this costs little."""
-    first = DailyCounter.objects.filter(app_name=app_name).aggregate(d=Min("day"))["d"]
+    """The first day the app's traffic was counted (an ingested session, a search, a
+    regret hit, a correction): days before it would only chart the absence of the system.
+    Records added are left out: they are counted on the day a record says it was written,
+    which imported or back-dated records put long before any traffic. The counters table
+    is small (apps × days × a few names), so this costs little."""
+    first = DailyCounter.objects.filter(
+        app_name=app_name, name__in=list(FORGETTING_COUNTERS.values())
+    ).aggregate(d=Min("day"))["d"]
     return _as_date(first) if first is not None else None

@@ -204,6 +204,14 @@ def test_first_counted_day_is_the_apps_first_counter():
     assert first_counted_day("pharmacy") == (NOW - timedelta(days=4)).date()
 
 
+def test_first_counted_day_ignores_back_dated_records_added():
+    """Imported records are counted on the day they say they were written: no traffic."""
+    feedback.bump("pharmacy", feedback.RECORDS_ADDED, NOW - timedelta(days=300))
+    assert first_counted_day("pharmacy") is None
+    feedback.bump("pharmacy", feedback.SEARCHES, NOW - timedelta(days=2))
+    assert first_counted_day("pharmacy") == (NOW - timedelta(days=2)).date()
+
+
 def test_policy_changes_since_a_moment_each_with_its_diff():
     policy_for("pharmacy")
     update_policy("pharmacy", {"max_records": 400})
