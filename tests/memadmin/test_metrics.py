@@ -10,7 +10,7 @@ from erasure.models import ErasureRequest
 from memadmin.celery import app as celery_app
 from records.memory_service import add_session, search_entries
 from records.models import EvictionEvent
-from sweeper import runs
+from sweeper import runs, tasks
 from sweeper.models import Run, RunKind, RunStatus
 
 from ..conftest import wait_until
@@ -154,7 +154,7 @@ def test_counters_of_every_worker_process_add_up(
     for n, user in enumerate(users):
         make_session("pharmacy", user, f"s{n}", ["I am allergic to penicillin"], idle_days=9)
     celery_worker_factory(concurrency=2, PROMETHEUS_MULTIPROC_DIR=tmp_path)
-    run = runs.create_run(RunKind.SWEEP)
+    run = runs.create_run(RunKind.SWEEP, enqueue=tasks.execute_run.delay)
     wait_until(
         lambda: Run.objects.get(pk=run.pk).status == RunStatus.DONE, timeout=180, message="sweep"
     )
