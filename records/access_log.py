@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from . import feedback, search_text
+from . import erasure_guard, feedback, search_text
 from .models import EvictedRecord, MemoryRecord, SearchLog
 
 log = logging.getLogger(__name__)
@@ -53,11 +53,27 @@ def history_entry(term_hashes: list[str], record_ids: Sequence[int], now: dateti
     return json.dumps([now.isoformat(), ids, term_hashes])
 
 
-def write_history(app_name: str, user_id: str, entries: Sequence[str]) -> int:
-    """Write searches kept as ``history_entry`` text."""
+def write_buffered_history(app_name: str, user_id: str, entries: Sequence[str]) -> int:
+    """Write searches the touch buffer kept, except those made before an erasure of the
+    user: a flush that read them before the erasure deleted its keys must not bring
+    them back. Inside the flush's transaction (it holds the subject lock shared, as an
+    ingest does, so a barrier raised meanwhile waits for it)."""
+    if not entries:
+        return 0
+    erasure_guard.acquire_subject_lock(user_id, exclusive=False)
+    barrier = erasure_guard.latest_barrier(app_name, user_id)
+    return write_history(app_name, user_id, entries, not_before=barrier and barrier[0])
+
+
+def write_history(
+    app_name: str, user_id: str, entries: Sequence[str], not_before: datetime | None = None
+) -> int:
+    """Write searches kept as ``history_entry`` text (made at or after ``not_before``)."""
     rows = []
     for entry in entries:
         at, ids, hashes = json.loads(entry)
+        if not_before is not None and datetime.fromisoformat(at) < not_before:
+            continue
         rows.append(
             SearchLog(
                 app_name=app_name,

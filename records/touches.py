@@ -265,7 +265,7 @@ def _apply_claimed(client, m: str) -> None:
     history = [e.decode() for e in client.lrange(keys["proc_log"], 0, -1)]
     with transaction.atomic():  # a failure leaves the claim for the next flush
         apply_touches(hits, last)
-        access_log.write_history(app_name, user_id, history)
+        access_log.write_buffered_history(app_name, user_id, history)
     client.delete(keys["proc_hits"], keys["proc_time"], keys["proc_log"])
 
 
