@@ -2,7 +2,8 @@
 
 The engine is ``records.policy.HybridPolicy``: the replay only keeps each record's
 state (hits, last access) as the logged touches move it and asks the policy for its
-victims at the moments the real system enforced (every write, and every eviction it
+victims (``live.Live``: the same answer, without scoring every record each time) at
+the moments the real system enforced (every write, and every eviction it
 logged). Records written before the window start with the state the history gives them
 at its start; records removed for reasons no policy decides (manual deletes, summaries)
 go when they really went, whatever the policy.
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from records import policy as pure
+
+from .live import Live
 
 ONE_DAY = timedelta(days=1)
 # Reasons a policy decides; others (manual, summarised) are replayed as they happened.
@@ -124,7 +127,7 @@ def replay_user(
     for s in searches:
         for i in s.record_ids:
             touches[i].append(s.at)
-    live: dict[int, pure.Record] = {}
+    live = Live()
     writes: dict[datetime, list[RecordHistory]] = defaultdict(list)
     removals: dict[datetime, list[RecordHistory]] = defaultdict(list)
     enforce_at: set[datetime] = set()
@@ -134,7 +137,8 @@ def replay_user(
         if r.created_at >= end:
             continue
         if r.created_at < start:
-            live[r.id] = _state_at(r, start, touches.get(r.id, ()), schedule)
+            state = _state_at(r, start, touches.get(r.id, ()), schedule)
+            live.add(state, start, schedule.at(start))
         else:
             writes[r.created_at].append(r)
             if not r.as_it_stands:
@@ -161,37 +165,29 @@ def replay_user(
     days = [DayStats() for _ in range(n_days)]
     result = UserResult(days)
     evicted_reason: dict[int, str] = {}
-    held = [len(live), sum(r.tokens for r in live.values())]
     next_day = 0
     moments = sorted(set(writes) | set(removals) | enforce_at | set(by_moment))
 
     def close_days_until(moment: datetime) -> None:
         nonlocal next_day
         while next_day < n_days and start + (next_day + 1) * ONE_DAY <= moment:
-            days[next_day].records, days[next_day].tokens = held
+            days[next_day].records, days[next_day].tokens = len(live), live.tokens
             next_day += 1
 
     for t in moments:
         close_days_until(t)
         day = days[min((t - start) // ONE_DAY, n_days - 1)]
         for r in removals.get(t, ()):
-            gone = live.pop(r.id, None)
-            if gone is not None:
-                held[0] -= 1
-                held[1] -= gone.tokens
+            live.remove(r.id)
         params = schedule.at(t)
         for r in writes.get(t, ()):
             if r.as_it_stands:
-                live[r.id] = _state_at(r, t, touches.get(r.id, ()), schedule)
+                live.add(_state_at(r, t, touches.get(r.id, ()), schedule), t, params)
             else:
-                live[r.id] = _fresh(r, params)
-            held[0] += 1
-            held[1] += r.tokens
-        if t in enforce_at and _may_evict(live, held, t, params):
-            for v in pure.HybridPolicy(params).victims(list(live.values()), t):
-                gone = live.pop(v.id)
-                held[0] -= 1
-                held[1] -= gone.tokens
+                live.add(_fresh(r, params), t, params)
+        if t in enforce_at:
+            for v in live.victims(t, params):
+                live.remove(v.id)
                 result.evicted[v.id] = t
                 evicted_reason[v.id] = v.reason
                 day.evictions += 1
@@ -210,7 +206,7 @@ def replay_user(
             for i in s.record_ids:
                 r = live.get(i)
                 if r is not None:
-                    live[i] = _touched(r, t)
+                    live.replace(_touched(r, t))
     close_days_until(end)
     return result
 
@@ -306,20 +302,3 @@ def _touched(r: pure.Record, t: datetime) -> pure.Record:
         slot=r.slot,
         stated_at=r.stated_at,
     )
-
-
-def _may_evict(live: dict[int, pure.Record], held: list[int], t: datetime, params) -> bool:
-    """Whether the policy can find a victim: over a cap, a record past its TTL, or two
-    live statements of one slot. Skips the scoring of every record on most writes."""
-    if held[0] > params.max_records or held[1] > params.max_tokens:
-        return True
-    cutoff = t - params.ttl
-    slots: set[str] = set()
-    for r in live.values():
-        if not r.pinned and r.created_at < cutoff:
-            return True
-        if params.supersede and r.slot:
-            if r.slot in slots:
-                return True
-            slots.add(r.slot)
-    return False

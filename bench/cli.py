@@ -29,6 +29,7 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/8"
 
 SCENARIOS = (
     "search",
+    "recall",
     "enforce_user",
     "enforce_pass",
     "ingest",
@@ -37,7 +38,9 @@ SCENARIOS = (
     "dashboard",
     "rules",
     "scale",
+    "backtest",
     "quality",
+    "tuning",
 )
 
 # The public half of LoCoMo sits beside the repository (its licence forbids a copy in it).
@@ -53,6 +56,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "baseline_queries": 21,
             "repetitions": 3,
         },
+        "recall": {"records": [100, 500], "repetitions": 3},
         "enforce_user": {"records": [500, 2_000], "repeat": 3},
         "enforce_pass": {"users": 20, "records": 10_000},
         "ingest": {
@@ -84,6 +88,19 @@ SIZES: dict[str, dict[str, dict]] = {
             "repetitions": 3,
             "ingest_sessions": 2,
         },
+        "backtest": {
+            "users": 4,
+            "days": 90,
+            "searches_per_day": 2,
+            "evictions": 20,
+            "tune": True,
+        },
+        "tuning": {
+            "budgets": [10],
+            "synthetic_users": 2,
+            "synthetic_sessions": 40,
+            "processes": 2,
+        },
         # A taste of every dataset and policy: one conversation, two small users.
         "quality": {
             "budgets": [10, 30],
@@ -101,6 +118,9 @@ SIZES: dict[str, dict[str, dict]] = {
             "baseline_queries": {500: 200, 5_000: 200, 50_000: 40},
             "repetitions": 5,
         },
+        # All three sizes took 300 s on 2 shared cores (docs/search.md), most of it in
+        # ADK's in-memory scan at 50,000; lower with --set 'recall.records=[500,5000]'.
+        "recall": {"records": [500, 5_000, 50_000], "repetitions": 5},
         "enforce_user": {"records": [500, 10_000, 100_000], "repeat": 15},
         "enforce_pass": {"users": 2_000, "records": 1_000_000},
         "ingest": {
@@ -133,6 +153,21 @@ SIZES: dict[str, dict[str, dict]] = {
             "queries": 300,
             "repetitions": 5,
             "ingest_sessions": 10,
+        },
+        # The size; the tuner replays ~90 candidates (--set backtest.tune=false
+        # to time the backtest alone).
+        "backtest": {
+            "users": 10_000,
+            "days": 90,
+            "searches_per_day": 2,
+            "evictions": 100,
+            "tune": True,
+        },
+        "tuning": {
+            "budgets": [100, 200],
+            "synthetic_users": 12,
+            "synthetic_sessions": 110,
+            "processes": 2,
         },
         "quality": {
             "budgets": [50, 100, 200, 400],

@@ -184,7 +184,46 @@ def quality_store(args: dict, pipe=None) -> dict:
     return store_worker(args)
 
 
+def backtest(args: dict, pipe=None) -> dict:
+    """``backtest.service.run`` (the article preset as the candidate) or
+    ``backtest.tune.tune``, in this process, timed from the call."""
+    from django.utils import timezone
+
+    from backtest import history, service, tune
+    from records.models import MemoryRecord
+
+    MemoryRecord.objects.exists()  # connect before measuring
+    now = timezone.now()
+    start = time.perf_counter()
+    if args["kind"] == "tune":
+        tuning = tune.tune(args["app"], args["days"], now)
+        seconds = time.perf_counter() - start
+        exact, tried = tuning.exact, tuning.tried
+        users = len(history.users(args["app"], tuning.start))
+    else:
+        candidate = service.candidate_policy(args["app"], preset="article")
+        report = service.run(args["app"], args["days"], candidate, now)
+        seconds = time.perf_counter() - start
+        exact, users, tried = report.exactness.exact, report.users, 1
+    return {
+        "seconds": seconds,
+        "peak_rss_mb": _peak_rss_mb(),
+        "exact": exact,
+        "users": users,
+        "tried": tried,
+    }
+
+
+def quality_tune(args: dict, pipe=None) -> dict:
+    """The tuner on a half-year quality replay (``bench.quality.replay.tune_worker``)."""
+    from .quality.replay import tune_worker
+
+    return tune_worker(args)
+
+
 KINDS = {
+    "backtest": backtest,
+    "quality_tune": quality_tune,
     "enforce_pass": enforcement_pass,
     "ingest": ingest,
     "quality": quality,

@@ -18,6 +18,8 @@ STORE_NAMES = {
     "records.MemoryRecord": "memory records and summaries",
     "records.EvictionEvent": "eviction log",
     "records.RegretTerm": "hashed words of evicted records",
+    "records.SearchLog": "access history: searches (ids and hashed words)",
+    "records.EvictedRecord": "access history: evicted records (scores and hashed words)",
     "records.Correction": "“I told you before” reports",
     "records.SessionEvent": "session events",
     "records.AgentSession": "sessions",

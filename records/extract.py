@@ -3,12 +3,16 @@
 One candidate per event that carries text. Compaction events are skipped: their
 summary stands in for events the session still holds, and those originals are what
 gets extracted. Function calls and responses are tool traffic, not memories.
+
+Each candidate from a session carries the text of the CONTEXT_TURNS events before it
+(whether or not they became records), which search indexes as its context.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,6 +21,7 @@ from . import rules as pure_rules
 from . import slots
 from .information import information_importance
 from .models import ImportanceSource
+from .search_text import CONTEXT_TURNS
 from .storable import storable, storable_text
 from .timestamps import readable
 
@@ -48,6 +53,8 @@ class Candidate:
     tokens: int
     custom_metadata: dict = field(default_factory=dict)
     slot: str = ""  # what the text states a value of (records.slots)
+    # (author, text) of the turns said just before it in its session, for search only.
+    context: tuple[tuple[str, str], ...] = ()
 
 
 def clean_text(text: str) -> str:
@@ -141,6 +148,7 @@ class Extractor:
         self, app_name: str, user_id: str, session_id: str, events: Iterable
     ) -> list[Candidate]:
         out = []
+        before: deque[tuple[str, str]] = deque(maxlen=CONTEXT_TURNS)
         for event in events:
             if getattr(event, "partial", False):
                 continue
@@ -148,6 +156,9 @@ class Extractor:
             if not text:
                 continue
             event_id = event.id or ""
+            author = (event.author or "")[:256]
+            context = tuple(before)
+            before.append((author, clean_text(text)))
             candidate = self._candidate(
                 text,
                 dedupe_key=dedupe_key(app_name, user_id, session_id, event_id)
@@ -155,8 +166,9 @@ class Extractor:
                 else None,
                 session_id=session_id,
                 event_ids=(event_id,) if event_id else (),
-                author=(event.author or "")[:256],
+                author=author,
                 entry_timestamp=readable(event.timestamp),
+                context=context,
             )
             if candidate is not None:
                 out.append(candidate)

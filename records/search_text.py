@@ -17,6 +17,13 @@ Each layer is a BM25 term of its own with its own document frequency, weighted 1
 and 1/4: an exact match always earns more than a stem or prefix match, and a rare word
 ("kiwi") outweighs a common one ("allergy") however many forms of it match.
 
+A record said in a conversation is also indexed with the words of the turns before it
+(``CONTEXT_TURNS``, their authors' names included), as a fourth layer marked ``@``
+("@camping", "@~camp"; no prefix layer): a reply's meaning depends on the question it
+answers ("What did you do while camping?" → "We roasted marshmallows…"). A query looks
+each exact and stem term up in this layer too, at ``CONTEXT_WEIGHT`` of that layer's
+weight, so the record's own words still outrank the same words in its context.
+
 Scripts written without spaces (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar) are cut
 into overlapping character pairs ("東京都" → 東京, 京都) and single characters are
 stored too, so a one-character query finds them. Emoji are words of their own (skin
@@ -46,6 +53,11 @@ PREFIX_MARK = "^"
 PREFIX_LETTERS = 5
 PREFIX_MIN_LETTERS = 7
 EXACT_WEIGHT, STEM_WEIGHT, PREFIX_WEIGHT = 1.0, 0.5, 0.25
+# Contextual indexing: the preceding turns of a record's session, weighted half (on
+# LoCoMo with nothing evicted, answerable@10 rose from 57.5% to 64.6%).
+CONTEXT_MARK = "@"
+CONTEXT_TURNS = 2
+CONTEXT_WEIGHT = 0.5
 
 # BM25: term-frequency saturation (the usual 1.2) and a light length normalisation
 # (0.3, not the usual 0.75): in conversation the longer turns are the ones that carry
@@ -172,14 +184,37 @@ def _stemmer():
     return snowballstemmer.stemmer("english")
 
 
-def index_tokens(content: str, author: str = "") -> str:
+def index_tokens(content: str, author: str = "", context: Iterable[tuple[str, str]] = ()) -> str:
     """What the database indexes for a record: every layer of every word, space-separated.
 
     The author's name is indexed as words of the record: what someone said is about
-    them ("What did Melanie paint?" is answered by a turn of Melanie's).
+    them ("What did Melanie paint?" is answered by a turn of Melanie's). ``context`` is
+    the (author, text) of the turns said just before it, indexed as the ``@`` layer.
     """
     text = f"{author} {content}" if author else content
-    return " ".join(form for word in _words(text, for_query=False) for form in _forms(word))
+    own = " ".join(form for word in _words(text, for_query=False) for form in _forms(word))
+    return _joined(own, context_tokens(context))
+
+
+def context_tokens(context: Iterable[tuple[str, str]]) -> str:
+    """The ``@`` layer of preceding turns: each word's exact and stem forms, marked."""
+    return " ".join(
+        CONTEXT_MARK + form
+        for author, text in context
+        for word in _words(f"{author} {text}", for_query=False)
+        for form in _forms(word)[:2]
+    )
+
+
+def reindex(content: str, author: str, tokens: str) -> str:
+    """``index_tokens`` of a record's content and author, keeping the context layer of
+    its current ``tokens`` (the turns before it are not stored with the record)."""
+    kept = " ".join(t for t in tokens.split(" ") if t.startswith(CONTEXT_MARK))
+    return _joined(index_tokens(content, author), kept)
+
+
+def _joined(*layers: str) -> str:
+    return " ".join(layer for layer in layers if layer)
 
 
 def query_words(query: str) -> list[str]:
@@ -194,12 +229,18 @@ class QueryTerm:
 
 
 def query_terms(query: str) -> list[QueryTerm]:
-    """The tokens a query looks up, each with its layer's weight (one entry per token)."""
+    """The tokens a query looks up, each with its layer's weight (one entry per token).
+
+    Exact and stem forms are also looked up in the context layer, at CONTEXT_WEIGHT.
+    """
     weights: dict[str, float] = {}
     layer_weights = (EXACT_WEIGHT, STEM_WEIGHT, PREFIX_WEIGHT)
     for word in query_words(query):
         for form, weight in zip(_forms(word), layer_weights, strict=False):
             weights[form] = max(weights.get(form, 0.0), weight)
+            if not form.startswith(PREFIX_MARK):
+                marked = CONTEXT_MARK + form
+                weights[marked] = max(weights.get(marked, 0.0), weight * CONTEXT_WEIGHT)
     return [QueryTerm(t, w) for t, w in weights.items()]
 
 

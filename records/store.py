@@ -21,7 +21,7 @@ from django.utils.module_loading import import_string
 
 from memadmin import counters
 
-from . import access_log, due, erasure_guard, feedback
+from . import access_log, due, erasure_guard, feedback, search_text
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor
@@ -263,6 +263,7 @@ def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) 
         due_at=due_at_for(c.category, c.content, c.entry_timestamp or now),
         slot=c.slot or None,
         custom_metadata=c.custom_metadata,
+        search_tokens=search_text.context_tokens(c.context),  # save adds the record's own
     )
 
 

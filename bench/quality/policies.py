@@ -34,6 +34,7 @@ from records.policy import CENTURY_DAYS, LIMITS  # pure: no Django
 DEFAULT = "default"
 ARTICLE = "article"
 KEEP_ALL = "keep-all"
+TUNED = "tuned"  # the default with the tuner's values (scenario "tuning")
 BASELINES = ("fifo", "lru", "lfu", "random")
 POLICIES = (DEFAULT, ARTICLE, *BASELINES)
 
@@ -56,14 +57,19 @@ ORDERS = {
 }
 
 
-def configure(app_name: str, policy: str, budget: int | None) -> None:
-    """Give ``app_name`` the policy row this replay runs with."""
+def configure(app_name: str, policy: str, budget: int | None, values: str = "") -> None:
+    """Give ``app_name`` the policy row this replay runs with (``values``: JSON policy
+    fields on top of the default, for ``TUNED``)."""
+    import json
+
     from records.models import preset_values
     from records.policies import policy_for, update_policy
 
     policy_for(app_name)  # the product's defaults for a new app
     if policy == DEFAULT:
         changes = {"max_records": budget, "max_tokens": UNBOUNDED}
+    elif policy == TUNED:
+        changes = {**json.loads(values), "max_records": budget, "max_tokens": UNBOUNDED}
     elif policy == ARTICLE:
         changes = {
             **preset_values(ARTICLE),  # the article's weights, half-life, fresh start ...
@@ -80,7 +86,9 @@ def configure(app_name: str, policy: str, budget: int | None) -> None:
             "supersede": False,
         }
     else:
-        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES + (KEEP_ALL,)}")
+        raise ValueError(
+            f"unknown policy {policy!r}; expected one of {POLICIES + (KEEP_ALL, TUNED)}"
+        )
     update_policy(app_name, changes, note=f"quality bench: {policy}")
 
 

@@ -24,13 +24,14 @@ at once - and a turn with neither was dropped by the rules (small talk).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
 
-from . import data, locomo, policies
+from . import data, locomo, policies, synthetic
 
 SOURCE_APP = "quality-sessions-{}"  # the dataset's name
 TOP = 10
@@ -44,12 +45,20 @@ class Job:
     policy: str
     budget: int | None
     run: int = 1  # 2: the same replay again, for the determinism check
+    # Policy "tuned": the default policy with these values (JSON, policy fields).
+    values: str = ""
+    # Only the sessions before this many days from the first (the tuner's half year).
+    until_day: int | None = None
+    # Questions asked from this many days on are counted apart too (the other half).
+    late_day: int | None = None
 
     @property
     def app(self) -> str:
         budget = "all" if self.budget is None else self.budget
         rerun = f"-run{self.run}" if self.run > 1 else ""
-        return f"quality-{self.dataset}-{self.mode}-{self.policy}-{budget}{rerun}"
+        half = f"-until{self.until_day}" if self.until_day is not None else ""
+        tuned = f"-{hashlib.sha256(self.values.encode()).hexdigest()[:8]}" if self.values else ""
+        return f"quality-{self.dataset}-{self.mode}-{self.policy}-{budget}{rerun}{half}{tuned}"
 
 
 @dataclass
@@ -73,6 +82,8 @@ class Outcome:
     pins_per_user: list[int] = field(default_factory=list)
     records_per_user: list[int] = field(default_factory=list)
     answers: list = field(default_factory=list)  # [question id, [turn keys of the top 10]]
+    late_questions: int = 0  # asked from ``Job.late_day`` on
+    late_answerable: int = 0
     seconds: float = 0.0
 
 
@@ -248,7 +259,7 @@ def _finish(app: str, outcome: Outcome, users: list[str], pinned: set[str]) -> N
 async def replay(job: Job, dataset: data.Dataset, sessions: dict[str, list]) -> Outcome:
     from records.memory_service import EvictingMemoryService
 
-    await sync_to_async(policies.configure)(job.app, job.policy, job.budget)
+    await sync_to_async(policies.configure)(job.app, job.policy, job.budget, job.values)
     clock = ReplayClock()
     memory = EvictingMemoryService(clock=clock)
     outcome = Outcome(job=asdict(job))
@@ -276,13 +287,19 @@ async def _replay_user(job, user, sessions, memory, clock, outcome) -> set[str]:
         if not questions:
             return
         stored = await db(_stored)(app, user_id)
+        late = job.late_day is not None and clock.now >= first + timedelta(days=job.late_day)
         for q in questions:
             response = await memory.search_memory(app_name=app, user_id=user_id, query=q.text)
             top = [int(m.id) for m in response.memories[:TOP]]
-            _score(outcome, q, top, stored, record_of)
+            answerable = _score(outcome, q, top, stored, record_of)
+            outcome.late_questions += late
+            outcome.late_answerable += late and answerable
             outcome.answers.append([q.id, [turn_of.get(r, "?") for r in top]])
 
+    first = synthetic.START  # until_day and late_day count days of the synthetic year
     for index, (session, adk) in enumerate(zip(user.sessions, sessions, strict=True)):
+        if job.until_day is not None and session.at >= first + timedelta(days=job.until_day):
+            return pinned  # the half year ends here: no later session, no later question
         clock.now = session.at
         await ask(due.pop(index, []))
         if session.turns:
@@ -329,6 +346,7 @@ def _score(outcome: Outcome, q: data.Question, top: list[int], stored: set[int],
         current = rank.get(record_of.get(q.evidence[0]), len(top))
         old = [rank.get(record_of.get(k), len(top)) for k in q.stale]
         outcome.stale += any(r < current for r in old)
+    return answerable
 
 
 # --- the worker processes ----------------------------------------------------------------
@@ -380,3 +398,43 @@ def worker(args: dict) -> dict:
         asyncio.run(main())
     touches.redis_client.cache_clear()
     return {"outcomes": results}
+
+
+def tune_worker(args: dict) -> dict:
+    """Replay ``args["job"]`` (its half year, ``until_day``), then tune its app on that
+    history with ``backtest.tune`` as ``manage.py tune`` would at the half year's end;
+    ``python -m bench.subproc quality_tune``. Returns the best candidate's values."""
+    import json
+
+    from django.conf import settings
+    from django.test import override_settings
+
+    from backtest import tune
+    from records import touches
+
+    skip_commit_waits()
+    job = Job(**args["job"])
+    dataset = load_dataset(args["dataset"])
+    days = job.until_day
+    now = synthetic.START + timedelta(days=days)
+    # The whole half year is the window: keep its history (the default keeps 90 days).
+    kept = {**settings.MEMADMIN, "ACCESS_HISTORY_DAYS": days + 1}
+    with override_settings(REDIS_URL="", MEMADMIN=kept):
+        touches.redis_client.cache_clear()
+
+        async def main() -> None:
+            await replay(job, dataset, await fetch_sessions(dataset))
+
+        asyncio.run(main())
+        tuning = tune.tune(job.app, days, now)
+    touches.redis_client.cache_clear()
+    best = tuning.best[0] if tuning.best else None
+    values = {} if best is None else {f: new for f, (_, new) in best.changes.items()}
+    return {
+        "values": json.dumps(values, sort_keys=True, default=float),
+        "label": "the current policy (no better candidate)" if not values else best.label,
+        "tried": tuning.tried,
+        "current_regret": tuning.current.regret,
+        "best_regret": None if best is None else best.totals.regret,
+        "exact": tuning.exact,
+    }

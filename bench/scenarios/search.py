@@ -35,7 +35,8 @@ APP = "bench-search"
 NAME = "search"
 
 
-def _sessions(user_id: str, texts: list[str]) -> list[Session]:
+def _sessions(user_id: str, texts: list[str], app_name: str = APP) -> list[Session]:
+    """The texts as ADK sessions of 20 user events each, timestamps in text order."""
     out = []
     for s in range(0, len(texts), 20):
         events = [
@@ -49,22 +50,42 @@ def _sessions(user_id: str, texts: list[str]) -> list[Session]:
             for i, t in enumerate(texts[s : s + 20])
         ]
         out.append(
-            Session(id=f"{user_id}-s{s // 20}", app_name=APP, user_id=user_id, events=events)
+            Session(id=f"{user_id}-s{s // 20}", app_name=app_name, user_id=user_id, events=events)
         )
     return out
 
 
-async def _timed_queries(service, user_id: str, queries: list[str]) -> tuple[list[float], int]:
-    """Milliseconds per query, and how many queries found something. One warm-up query
-    (each repetition's first call of a service is then not its first in a while)."""
-    await service.search_memory(app_name=APP, user_id=user_id, query=queries[0])
-    times, found = [], 0
+async def adk_baselines(
+    sqlite: SqliteMemoryService, user_id: str, texts: list[str], app_name: str = APP
+):
+    """ADK's two services holding ``texts`` for ``user_id``: a new InMemoryMemoryService
+    (returned) and the given SqliteMemoryService (added to)."""
+    in_memory = InMemoryMemoryService()
+    for session in _sessions(user_id, texts, app_name):
+        await in_memory.add_session_to_memory(session)
+        await sqlite.add_session_to_memory(session)
+    return in_memory
+
+
+async def timed_searches(
+    service, user_id: str, queries: list[str], app_name: str = APP
+) -> tuple[list[float], list]:
+    """Milliseconds per query and each query's memories. One warm-up query (each
+    repetition's first call of a service is then not its first in a while)."""
+    await service.search_memory(app_name=app_name, user_id=user_id, query=queries[0])
+    times, memories = [], []
     for q in queries:
         start = time.perf_counter()
-        response = await service.search_memory(app_name=APP, user_id=user_id, query=q)
+        response = await service.search_memory(app_name=app_name, user_id=user_id, query=q)
         times.append((time.perf_counter() - start) * 1000)
-        found += bool(response.memories)
-    return times, found
+        memories.append(response.memories)
+    return times, memories
+
+
+async def _timed_queries(service, user_id: str, queries: list[str]) -> tuple[list[float], int]:
+    """Milliseconds per query, and how many queries found something."""
+    times, memories = await timed_searches(service, user_id, queries)
+    return times, sum(bool(m) for m in memories)
 
 
 def run(report, size: dict, env: dict) -> None:
@@ -95,10 +116,7 @@ async def _run(report, size: dict, sizes: list[int]) -> None:
                     .values_list("content", flat=True)
                 )
             )()
-            in_memory = InMemoryMemoryService()
-            for session in _sessions(user_id, texts):
-                await in_memory.add_session_to_memory(session)
-                await sqlite.add_session_to_memory(session)
+            in_memory = await adk_baselines(sqlite, user_id, texts)
             b = size["baseline_queries"]
             base_queries = queries[: b.get(n, len(queries)) if isinstance(b, dict) else b]
 

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from .. import policy as pure
-from ..search_text import index_tokens
+from ..search_text import reindex
 from .limits import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
 
 
@@ -22,7 +22,7 @@ class MemoryRecordManager(models.Manager):
     def bulk_create(self, objs, *args, **kwargs):
         objs = list(objs)
         for record in objs:
-            record.search_tokens = index_tokens(record.content, record.author)
+            record.search_tokens = reindex(record.content, record.author, record.search_tokens)
         return super().bulk_create(objs, *args, **kwargs)
 
 
@@ -30,7 +30,8 @@ class MemoryRecord(models.Model):
     """One long-term memory with the metadata eviction needs and its provenance.
 
     ``search_tokens`` is what search indexes (``records.search_text.index_tokens`` of the
-    content and author), set on every save and bulk create, so the two can never disagree.
+    content and author), set on every save and bulk create, so the two can never disagree;
+    its context layer (the turns before it, see ``search_text.reindex``) is kept.
     """
 
     app_name = models.CharField(max_length=APP_NAME_MAX)
@@ -101,7 +102,7 @@ class MemoryRecord(models.Model):
     def save(self, *args, **kwargs):
         fields = kwargs.get("update_fields")
         if fields is None or {"content", "author"} & set(fields):
-            self.search_tokens = index_tokens(self.content, self.author)
+            self.search_tokens = reindex(self.content, self.author, self.search_tokens)
             if fields is not None:
                 kwargs["update_fields"] = {*fields, "search_tokens"}
         super().save(*args, **kwargs)

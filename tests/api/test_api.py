@@ -412,10 +412,10 @@ def test_bad_memory_metadata_is_422_and_writes_nothing(api):
 def test_search_ranks_as_in_process_and_touches_the_hits(api):
     ingest(
         api,
-        texts=[
+        texts=[  # the address first: a turn after a match is found through its context
+            "Deliver to 4 Mill Lane",
             "I am allergic to penicillin",
             "My penicillin allergy gives me a rash, penicillin is dangerous",
-            "Deliver to 4 Mill Lane",
         ],
     )
     response = api.post("memory/search", {"query": "penicillin allergy"})

@@ -1,6 +1,6 @@
 """The benchmarks run end to end at the smoke size, so they cannot rot.
 
-The quality scenario replays datasets for minutes rather than seconds; it has its own
+The quality and tuning scenarios replay datasets for minutes rather than seconds; each has its own
 end-to-end test on small fixtures (tests/bench/test_quality.py).
 
 Timings are not asserted (CI machines vary); the table must hold every scenario and
@@ -20,7 +20,7 @@ from django.db import connection
 from bench.cli import SCENARIOS
 from records.rules import DEFAULT_RULES
 
-TIMED = [s for s in SCENARIOS if s != "quality"]
+TIMED = [s for s in SCENARIOS if s not in ("quality", "tuning")]
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.worker]
 
@@ -54,6 +54,8 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
     assert report["scenarios"] == TIMED
     assert {row["scenario"].split(",")[0].split(" (")[0] for row in report["rows"]} >= {
         "search",
+        "recall: known-answer recall@10",
+        "recall: search latency",
         "enforce one user",
         "enforcement pass",
         "ingest",
@@ -68,13 +70,17 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "scale: enforcement pass",
         "scale: search",
         "scale: ingest",
+        "backtest: backtest",
+        "backtest: tune",
     }
     # Ours and each baseline alternate within repetitions: at least three, the range of
     # the per-repetition medians beside the median, the load average on every row.
     interleaved = [
         r
         for r in report["rows"]
-        if r["scenario"].startswith(("search", "sessions:", "scale: search", "scale: ingest"))
+        if r["scenario"].startswith(
+            ("search", "recall: search", "sessions:", "scale: search", "scale: ingest")
+        )
     ]
     session_baselines = {r["baseline"] for r in interleaved if r["scenario"].startswith("sess")}
     assert {"ADK DatabaseSessionService", "ADK InMemorySessionService"} <= session_baselines
@@ -84,6 +90,19 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         assert row["ratio_range"][0] <= row["ratio"] <= row["ratio_range"][1], row
     assert all(isinstance(r.get("load"), float) for r in report["rows"]), report["rows"]
     assert set(report["machine"]["load_average_by_scenario"]) == set(TIMED)
+    # Known-answer recall: a percentage per size against both ADK services, every
+    # question's answer planted (a check), the misses listed per system.
+    recall = [r for r in report["rows"] if r["scenario"] == "recall: known-answer recall@10"]
+    assert {(r["size"], r["baseline"]) for r in recall} == {
+        (f"{n} records/user", base)
+        for n in (100, 500)
+        for base in ("ADK SqliteMemoryService", "ADK InMemoryMemoryService")
+    }
+    assert all(r["unit"] == "%" and 0 <= r["ours"] <= 100 and r["base"] is not None for r in recall)
+    planted = [c for c in report["checks"] if "questions' answers is planted once" in c["name"]]
+    assert len(planted) == 2 and all(c["passed"] for c in planted)
+    assert [d["records"] for d in report["details"]["recall"]] == [100, 500]
+    assert "Known-answer questions missed in the top 10" in proc.stdout
     failed = [c for c in report["checks"] if not c["passed"]]
     assert not failed, failed
     assert len(report["checks"]) >= 15

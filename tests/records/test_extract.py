@@ -116,3 +116,31 @@ def test_bad_caller_overrides_are_refused(metadata, message):
     memories = [MemoryEntry(content=types.Content(parts=[types.Part(text="Prefers aisle")]))]
     with pytest.raises(ValueError, match=message):
         extractor().from_memories("a", "u", memories, metadata)
+
+
+def test_each_event_carries_the_two_turns_before_it_including_dropped_ones():
+    events = [
+        text_event("What did you do while camping?", author="Caroline"),
+        tool_call_event(),  # tool traffic is not a turn
+        text_event("Hi!", author="Melanie"),  # small talk: no record, still context
+        text_event("We roasted marshmallows", author="Melanie", id="e-reply"),
+    ]
+    out = extractor().from_events("pharmacy", "u1", "s1", events)
+    first, reply = out
+    assert first.context == ()
+    assert reply.context == (
+        ("Caroline", "What did you do while camping?"),
+        ("Melanie", "Hi!"),
+    )
+    assert (reply.content, reply.tokens) == (
+        "We roasted marshmallows",
+        count_tokens("We roasted marshmallows"),
+    )
+
+
+def test_memory_entries_carry_no_context():
+    entries = [
+        MemoryEntry(content=types.Content(parts=[types.Part(text=t)]), author="user")
+        for t in ("My name is Ana", "I live in Leeds")
+    ]
+    assert [c.context for c in extractor().from_memories("a", "u", entries, None)] == [(), ()]

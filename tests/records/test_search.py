@@ -13,6 +13,7 @@ from records import search
 from records.memory_service import add_memories
 from records.models import MemoryRecord
 from records.policies import policy_for, update_policy
+from records.tokens import count_tokens
 
 pytestmark = pytest.mark.django_db
 
@@ -129,3 +130,48 @@ def test_returned_records_are_whole_and_equal_to_the_stored_rows(memory):
     fields = [f.attname for f in MemoryRecord._meta.concrete_fields]
     assert [getattr(found, f) for f in fields] == [getattr(stored, f) for f in fields]
     assert found.entry_timestamp == NOW - timedelta(days=100)
+
+
+def test_a_reply_is_found_through_the_question_before_it(memory):
+    from records.memory_service import add_session
+
+    from .factories import session, text_event
+
+    add_session(
+        session(
+            [
+                text_event("What did you do while camping?", author="Caroline"),
+                text_event("Hi!", author="Melanie"),  # small talk: dropped, still context
+                text_event("We roasted marshmallows by the lake", author="Melanie"),
+                text_event("Camping gear list: tent, stove", author="Caroline"),
+            ],
+            app=APP,
+            user=USER,
+        ),
+        NOW,
+    )
+    by_text = dict(MemoryRecord.objects.filter(app_name=APP).values_list("content", "id"))
+    reply = by_text["We roasted marshmallows by the lake"]
+    found = ids("What did they do while camping?")
+    # the record's own word outranks the same word in another record's context
+    assert set(found[:2]) == {
+        by_text["Camping gear list: tent, stove"],
+        by_text["What did you do while camping?"],
+    }
+    assert found[2] == reply
+    # the reply's content and size are its own
+    stored = MemoryRecord.objects.get(id=reply)
+    assert stored.tokens == count_tokens("We roasted marshmallows by the lake")
+    assert "@camping" in stored.search_tokens.split()
+    # an edit of the content keeps the context
+    stored.content = "We roasted marshmallows and sang"
+    stored.save()
+    assert reply in ids("camping")
+    assert reply in ids("sang")
+
+
+def test_memories_added_directly_have_no_context(memory):
+    labels, _ = memory
+    for record in MemoryRecord.objects.filter(app_name=APP):
+        assert not any(t.startswith("@") for t in record.search_tokens.split())
+    assert ids("spring") == [labels["zurich"]]  # not the record added after it

@@ -27,12 +27,46 @@ def test_each_word_is_stored_as_itself_its_stem_and_a_prefix_for_long_words():
         "kiwi",
         "~kiwi",
     ]
-    # the query looks up the same three layers, weighted 1, 1/2, 1/4
+    # the query looks up the same three layers, weighted 1, 1/2, 1/4, and the exact and
+    # stem forms in the context layer at half their weight
     assert [(t.token, t.weight) for t in st.query_terms("allergic")] == [
         ("allergic", 1.0),
+        ("@allergic", 0.5),
         ("~allerg", 0.5),
+        ("@~allerg", 0.25),
         ("^aller", 0.25),
     ]
+
+
+def test_preceding_turns_are_a_marked_layer_of_exact_and_stem_forms_with_their_authors():
+    tokens = st.index_tokens(
+        "We roasted marshmallows",
+        "Melanie",
+        [("Caroline", "What did you do while camping?"), ("Melanie", "東京")],
+    ).split()
+    own = st.index_tokens("We roasted marshmallows", "Melanie").split()
+    assert tokens[: len(own)] == own
+    assert tokens[len(own) :] == [
+        "@caroline",
+        "@~carolin",
+        "@camping",
+        "@~camp",
+        "@melanie",
+        "@~melani",
+        "@東",
+        "@京",
+        "@東京",
+    ]
+    assert st.index_tokens("", "", [("user", "hi")]) == "@user @~user @hi @~hi"
+    assert st.index_tokens("kiwi") == st.index_tokens("kiwi", "", ())
+
+
+def test_reindexing_a_record_keeps_its_context_layer():
+    tokens = st.index_tokens("old text", "user", [("agent", "camping trip")])
+    assert st.reindex("new words", "user", tokens) == st.index_tokens(
+        "new words", "user", [("agent", "camping trip")]
+    )
+    assert st.reindex("kiwi", "", "") == st.index_tokens("kiwi")
 
 
 def test_unsegmented_scripts_are_cut_into_character_pairs():
@@ -120,3 +154,16 @@ def test_expired_candidates_are_never_returned_but_count_in_document_frequencies
     assert st.rank(terms, [live, expired], scope, 10) == [1]
     alone = st.bm25_scores(terms, [live], scope)[1]
     assert st.bm25_scores(terms, [live, expired], scope)[1] < alone
+
+
+def test_a_records_own_word_outranks_the_same_word_in_anothers_context():
+    terms = st.query_terms("camping")
+    own = st.index_tokens("Camping was fun")
+    replied = st.index_tokens("We roasted marshmallows", "", [("user", "Camping was fun")])
+    candidates = [  # the reply is newer: only a score within the tie band would let it win
+        Candidate(1, st.term_counts(own, terms), 10, 0, True),
+        Candidate(2, st.term_counts(replied, terms), 10, 1, True),
+    ]
+    scores = st.bm25_scores(terms, candidates, Scope(records=100, mean_length=10))
+    assert scores[1] > scores[2] > 0
+    assert st.rank(terms, candidates, Scope(records=100, mean_length=10), 10) == [1, 2]

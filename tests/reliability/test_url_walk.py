@@ -13,6 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from api.keys import create_key
+from backtest.models import BacktestRun
 from erasure import jobs
 from erasure.models import ErasureRequest
 from memadmin.models import AuditEntry
@@ -93,6 +94,7 @@ def world(make_user):
         "plan": plan,
         "key": key,
         "erasure": req,
+        "backtest": BacktestRun.objects.create(app_name=app, days=7, candidate={}),
     }
 
 
@@ -120,6 +122,7 @@ def page_urls(w):
         "records:rule": (reverse("records:rule", args=[w["rule"].pk]), ALL),
         "sweeper:sweeps": (reverse("sweeper:sweeps"), ALL),
         "sweeper:run": (reverse("sweeper:run", args=[w["plan"].pk]), ALL),
+        "backtest:run": (reverse("backtest:run", args=[w["backtest"].pk]), ALL),
         "api:keys": (reverse("api:keys"), {"ops", "superuser"}),
         "erasure:list": (reverse("erasure:list"), {"compliance", "superuser"}),
         "erasure:submit": (reverse("erasure:submit"), {"compliance", "superuser"}),
@@ -167,6 +170,7 @@ def action_urls(w):
             {"kind": "sweep", "dry_run": "on"},
         ),
         "sweeper:apply": (reverse("sweeper:apply", args=[w["plan"].pk]), {"ops", "superuser"}, {}),
+        "backtest:start": (reverse("backtest:start", args=[a]), {"ops", "superuser"}, {}),
         "api:revoke": (reverse("api:revoke", args=[w["key"].pk]), {"ops", "superuser"}, {}),
         "erasure:reauth": (
             reverse("erasure:reauth"),

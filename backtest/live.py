@@ -1,0 +1,260 @@
+"""One user's live records during a replay, and their victims: pure Python, no I/O.
+
+``Live.victims(t, params)`` returns exactly what
+``records.policy.HybridPolicy(params).victims(all live records, t)`` returns, without
+scoring every record on every write. It keeps a heap of lower bounds on the scores and
+hands the pure policy only the records that can be victims; the policy's own functions
+decide, so there is no second definition of the score.
+
+Why the bounds hold: every term of the score is at least 0, and between two moments
+none falls by more than its own half-life's factor (recency by ``half_life``, a past-due
+importance by ``past_due_half_life``; frequency never falls), so a record's score at
+``t`` is at least its score ``s`` at ``τ`` times ``0.5 ** ((t - τ) / h)``. Keyed as
+``s * 2 ** ((τ - origin) / h)``, records scored at different moments compare in one
+heap (one heap per ``h``: records with a due date may decay faster). A touch only
+raises a score, so an old key stays a lower bound after it.
+
+How the victims are found: the expired records, every record with a slot (what
+supersedes what depends on all of them) and the lowest keys go to the pure policy, with
+the caps lowered by what stays outside. Its answer is the full answer when the caps are
+met inside that set and every record outside scores, by its bound, above the last
+victim: then the full ranking starts with the same records in the same order. Otherwise
+the records whose bound is not above it are scored: those that score above it go back
+keyed afresh, the others come in.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import replace
+from datetime import datetime
+
+from records import policy as pure
+
+# Far above the error of rounding a score to ``SCORE_DECIMALS`` and of the float maths.
+EPSILON = 1e-8
+# Half-lives since a heap's origin before it is keyed afresh (2 ** 500 is far from
+# overflowing a float).
+MAX_HALF_LIVES = 500
+CAP_REASONS = frozenset({pure.RECORD_CAP, pure.TOKEN_CAP})
+
+
+class _Bounds:
+    """Lower bounds on scores that fall by at most half every ``hours``."""
+
+    def __init__(self, hours: float, origin: datetime) -> None:
+        self.hours = hours
+        self.origin = origin
+        self.heap: list[tuple[float, int | str]] = []  # (key, id); one per id
+
+    def _half_lives(self, t: datetime) -> float:
+        return (t - self.origin).total_seconds() / 3600.0 / self.hours
+
+    def key(self, score: float, t: datetime) -> float:
+        return score * 2.0 ** self._half_lives(t)
+
+    def push(self, score: float, record_id, t: datetime) -> None:
+        heapq.heappush(self.heap, (self.key(score, t), record_id))
+
+    def lowest(self, live: dict, t: datetime) -> tuple[float, int | str] | None:
+        """(bound at ``t``, id) of the lowest live key, dropping dead ones."""
+        heap = self.heap
+        while heap and heap[0][1] not in live:
+            heapq.heappop(heap)
+        if not heap:
+            return None
+        return heap[0][0] * 0.5 ** self._half_lives(t) - EPSILON, heap[0][1]
+
+    def stale(self, t: datetime) -> bool:
+        return self._half_lives(t) > MAX_HALF_LIVES
+
+
+class Live:
+    def __init__(self) -> None:
+        self.records: dict[int | str, pure.Record] = {}
+        self.tokens = 0
+        self._params: pure.PolicyParams | None = None
+        self._plain: _Bounds | None = None  # scores that fall with recency only
+        self._due: _Bounds | None = None  # with a due date: importance may fall too
+        self._by_age: list[tuple[datetime, int | str]] = []  # unpinned, by created_at
+        self._slotted: dict[int | str, pure.Record] = {}
+        self._slot_counts: dict[str, int] = {}
+        self._shared_slots = 0  # slots with two live records or more
+        self._inner_of: pure.PolicyParams | None = None
+        self._inner_cache: dict[tuple[int, int], pure.HybridPolicy] = {}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __contains__(self, record_id) -> bool:
+        return record_id in self.records
+
+    def get(self, record_id) -> pure.Record | None:
+        return self.records.get(record_id)
+
+    def add(self, r: pure.Record, t: datetime, params: pure.PolicyParams) -> None:
+        self.records[r.id] = r
+        self.tokens += r.tokens
+        if not r.pinned:
+            heapq.heappush(self._by_age, (r.created_at, r.id))
+        if r.slot:
+            self._slotted[r.id] = r
+            n = self._slot_counts.get(r.slot, 0) + 1
+            self._slot_counts[r.slot] = n
+            self._shared_slots += n == 2
+        elif self._params is not None:
+            # Keyed under the policy the heaps hold; a change of policy rebuilds them.
+            self._push(r, pure.HybridPolicy(self._params).score(r, t).total, t)
+
+    def remove(self, record_id) -> pure.Record | None:
+        r = self.records.pop(record_id, None)
+        if r is None:
+            return None
+        self.tokens -= r.tokens
+        if r.slot:
+            del self._slotted[record_id]
+            n = self._slot_counts[r.slot] - 1
+            self._shared_slots -= n == 1
+            if n:
+                self._slot_counts[r.slot] = n
+            else:
+                del self._slot_counts[r.slot]
+        return r  # its key and age entries are dropped when they surface
+
+    def replace(self, r: pure.Record) -> None:
+        """A new state of a live record whose score only rose (a touch)."""
+        self.records[r.id] = r
+        if r.slot:
+            self._slotted[r.id] = r
+
+    def victims(self, t: datetime, params: pure.PolicyParams) -> list[pure.Victim]:
+        """``HybridPolicy(params).victims(every live record, t)``; removes nothing."""
+        over = len(self.records) > params.max_records or self.tokens > params.max_tokens
+        expired = self._expired(t, params)
+        if not over and not expired and not (params.supersede and self._shared_slots):
+            return []
+        if self._params is not params or self._plain.stale(t) or self._due.stale(t):  # type: ignore[union-attr]
+            self._rebuild(t, params)
+        chosen = {r.id: r for r in expired}
+        chosen.update(self._slotted)
+        policy = pure.HybridPolicy(params)
+        taken: list[int | str] = []  # out of the heaps: back in unless evicted
+        while True:
+            answer = self._answer(chosen, t, params)
+            if answer is None:  # the caps cannot be met inside: the lowest keys come in
+                short = len(self.records) - params.max_records + 1 - len(chosen)
+                for _ in range(max(1, short)):
+                    lowest = self._pop_lowest(t)
+                    if lowest is None:
+                        break
+                    chosen[lowest] = self.records[lowest]
+                    taken.append(lowest)
+                continue
+            victims, last = answer
+            if not self._score_band(chosen, taken, t, policy, last):
+                break
+        evicted = {v.id for v in victims}
+        for i in taken:
+            if i not in evicted:
+                r = self.records[i]
+                self._push(r, policy.score(r, t).total, t)
+        return victims
+
+    def _score_band(self, chosen, taken, t, policy, last) -> bool:
+        """Score every keyed record whose bound is not above ``last``: those at or
+        below it come into ``chosen``, the others go back keyed at ``t``. False: none."""
+        band = []
+        while True:
+            lowest = self._lowest(t)
+            if lowest is None or lowest[0] > last:
+                break
+            band.append(self._pop_lowest(t))
+        moved = False
+        for i in band:
+            r = self.records[i]
+            score = policy.score(r, t).total
+            if score > last + 2 * EPSILON:
+                self._push(r, score, t)
+            else:
+                chosen[i] = r
+                taken.append(i)
+                moved = True
+        return moved
+
+    def _lowest(self, t) -> tuple[float, int | str] | None:
+        found = [
+            b for b in (self._plain.lowest(self.records, t), self._due.lowest(self.records, t)) if b
+        ]  # type: ignore[union-attr]
+        return min(found) if found else None
+
+    def _pop_lowest(self, t) -> int | str | None:
+        lowest = self._lowest(t)
+        if lowest is None:
+            return None
+        for bounds in (self._plain, self._due):
+            heap = bounds.heap  # type: ignore[union-attr]
+            if heap and heap[0][1] == lowest[1]:
+                heapq.heappop(heap)
+                return lowest[1]
+        raise AssertionError("the lowest key is in neither heap")
+
+    def _push(self, r: pure.Record, score: float, t: datetime) -> None:
+        params = self._params
+        decays = r.due_at is not None and params.past_due_half_life_hours > 0  # type: ignore[union-attr]
+        (self._due if decays else self._plain).push(score, r.id, t)  # type: ignore[union-attr]
+
+    def _answer(self, chosen, t, params):
+        """(victims, score of the last cap victim) from the pure policy over ``chosen``
+        with the caps lowered by what is outside, or None when they cannot be met
+        inside (a cap below 1, or every unpinned record inside is a victim)."""
+        chosen_tokens = sum(r.tokens for r in chosen.values())
+        max_records = params.max_records - (len(self.records) - len(chosen))
+        max_tokens = params.max_tokens - (self.tokens - chosen_tokens)
+        everything = len(chosen) == len(self.records)
+        if max_records < 1 or max_tokens < 1:
+            return None
+        victims = self._inner(params, max_records, max_tokens).victims(list(chosen.values()), t)
+        if everything:
+            return victims, float("-inf")
+        gone = {v.id for v in victims}
+        held = [r for r in chosen.values() if r.id not in gone]
+        if len(held) > max_records or sum(r.tokens for r in held) > max_tokens:
+            return None
+        last = max((v.score.total for v in victims if v.reason in CAP_REASONS), default=None)
+        return victims, (float("-inf") if last is None else last)
+
+    def _inner(self, params, max_records, max_tokens) -> pure.HybridPolicy:
+        """The policy ``params`` with lowered caps (validated once per pair)."""
+        if self._inner_of is not params or len(self._inner_cache) > 256:
+            self._inner_of, self._inner_cache = params, {}
+        policy = self._inner_cache.get((max_records, max_tokens))
+        if policy is None:
+            inner = replace(params, max_records=max_records, max_tokens=max_tokens)
+            policy = self._inner_cache[(max_records, max_tokens)] = pure.HybridPolicy(inner)
+        return policy
+
+    def _expired(self, t: datetime, params: pure.PolicyParams) -> list[pure.Record]:
+        """The live records past their TTL at ``t``; the pure policy confirms each."""
+        out = []
+        by_age = self._by_age
+        cutoff = t - params.ttl
+        while by_age and by_age[0][0] < cutoff:
+            _, i = heapq.heappop(by_age)
+            r = self.records.get(i)
+            if r is not None:
+                out.append(r)
+        # A later, longer TTL may keep them: back in the heap until they are evicted.
+        for r in out:
+            heapq.heappush(by_age, (r.created_at, r.id))
+        return out
+
+    def _rebuild(self, t: datetime, params: pure.PolicyParams) -> None:
+        hours = params.half_life_hours
+        due_hours = params.past_due_half_life_hours
+        self._params = params
+        self._plain = _Bounds(hours, t)
+        self._due = _Bounds(min(hours, due_hours) if due_hours > 0 else hours, t)
+        policy = pure.HybridPolicy(params)
+        for r in self.records.values():
+            if not r.slot:
+                self._push(r, policy.score(r, t).total, t)
