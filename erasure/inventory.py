@@ -212,7 +212,8 @@ REDIS_FAMILIES: tuple[RedisFamily, ...] = (
         "touch buffer",
         rf"{re.escape(touches.PREFIX)}:({'|'.join(touches.KINDS)}):.+{touches.SEP}.+",
         True,
-        "per (app, user): record ids, hit counts and access times",
+        "per (app, user): record ids, hit counts, access times and searches' history "
+        "entries (returned ids, keyed term hashes)",
     ),
     RedisFamily(
         "touch buffer pending set",
@@ -221,6 +222,12 @@ REDIS_FAMILIES: tuple[RedisFamily, ...] = (
         "members name (app, user); the subject's member is removed",
     ),
     RedisFamily("touch flush lock", re.escape(touches.FLUSH_LOCK), False, "a lock, no data"),
+    RedisFamily(
+        "search counters buffer",
+        rf"{re.escape(touches.COUNTERS)}(:proc)?",
+        False,
+        "per app and day: searches and regret hits to add; names no user",
+    ),
     RedisFamily(
         "Celery broker",
         r"(celery|unacked|unacked_index|unacked_mutex|_kombu\..*|celery-task-meta-.*|celeryev.*)",

@@ -12,13 +12,14 @@ no metric.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from . import feedback, search_text
+from . import erasure_guard, feedback, search_text
 from .models import EvictedRecord, MemoryRecord, SearchLog
 
 log = logging.getLogger(__name__)
@@ -37,19 +38,53 @@ def query_hashes(query: str) -> list[str]:
 
 
 def note_search(
-    app_name: str, user_id: str, query: str, record_ids: Sequence[int], now: datetime
+    app_name: str, user_id: str, term_hashes: list[str], record_ids: Sequence[int], now: datetime
 ) -> None:
     """Keep one search. Never raises: a lost history row must not fail a user's turn."""
     try:
-        SearchLog.objects.create(
-            app_name=app_name,
-            user_id=user_id,
-            searched_at=now,
-            record_ids=[int(i) for i in record_ids[:KEPT_RESULTS]],
-            term_hashes=query_hashes(query),
-        )
+        write_history(app_name, user_id, [history_entry(term_hashes, record_ids, now)])
     except Exception:
         log.exception("search history write failed; search result unaffected")
+
+
+def history_entry(term_hashes: list[str], record_ids: Sequence[int], now: datetime) -> str:
+    """One search as the touch buffer keeps it until a flush writes it (JSON text)."""
+    ids = [int(i) for i in record_ids[:KEPT_RESULTS]]
+    return json.dumps([now.isoformat(), ids, term_hashes])
+
+
+def write_buffered_history(app_name: str, user_id: str, entries: Sequence[str]) -> int:
+    """Write searches the touch buffer kept, except those made before an erasure of the
+    user: a flush that read them before the erasure deleted its keys must not bring
+    them back. Inside the flush's transaction (it holds the subject lock shared, as an
+    ingest does, so a barrier raised meanwhile waits for it)."""
+    if not entries:
+        return 0
+    erasure_guard.acquire_subject_lock(user_id, exclusive=False)
+    barrier = erasure_guard.latest_barrier(app_name, user_id)
+    return write_history(app_name, user_id, entries, not_before=barrier and barrier[0])
+
+
+def write_history(
+    app_name: str, user_id: str, entries: Sequence[str], not_before: datetime | None = None
+) -> int:
+    """Write searches kept as ``history_entry`` text (made at or after ``not_before``)."""
+    rows = []
+    for entry in entries:
+        at, ids, hashes = json.loads(entry)
+        if not_before is not None and datetime.fromisoformat(at) < not_before:
+            continue
+        rows.append(
+            SearchLog(
+                app_name=app_name,
+                user_id=user_id,
+                searched_at=datetime.fromisoformat(at),
+                record_ids=ids,
+                term_hashes=hashes,
+            )
+        )
+    SearchLog.objects.bulk_create(rows, batch_size=1000)
+    return len(rows)
 
 
 def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F
+from django.db.models import F
 
 from . import search_text
 from .ids import check_scope
@@ -101,38 +101,36 @@ def is_regret(app_name: str, user_id: str, terms: Iterable[str], now: datetime) 
     hashes = list(dict.fromkeys(term_hash(t) for t in terms))
     if not hashes:
         return False
+    sql, params = regret_sql(app_name, user_id, hashes, now)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {sql}", params)
+        return bool(cursor.fetchone()[0])
+
+
+def regret_sql(
+    app_name: str, user_id: str, hashes: list[str], now: datetime
+) -> tuple[str, list[object]]:
+    """The regret rule as one boolean SQL expression and its parameters, so search can
+    fold it into its own statement (one round trip per turn). ``hashes`` not empty."""
     needed = min(REGRET_MIN_MATCH, len(hashes))
     if connection.vendor == "postgresql":
-        # Runs on every search: plain SQL skips the ORM's compile of an aggregate.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"""
-                SELECT 1 FROM {RegretTerm._meta.db_table}
-                WHERE app_name = %s AND user_id = %s AND term_hash = ANY(%s)
-                  AND evicted_at >= %s
-                GROUP BY record_id HAVING count(DISTINCT term_hash) >= %s
-                LIMIT 1
-                """,  # noqa: S608 - the table name is the model's; values are parameters
-                [app_name, user_id, hashes, now - REGRET_WINDOW, needed],
-            )
-            return cursor.fetchone() is not None
-    return (
-        RegretTerm.objects.filter(
-            app_name=app_name,
-            user_id=user_id,
-            term_hash__in=hashes,
-            evicted_at__gte=now - REGRET_WINDOW,
-        )
-        .values("record_id")
-        .annotate(n=Count("term_hash", distinct=True))
-        .filter(n__gte=needed)
-        .exists()
-    )
+        match, match_params = "= ANY(%s)", [hashes]
+    else:
+        match, match_params = "IN (" + ", ".join(["%s"] * len(hashes)) + ")", hashes
+    sql = f"""EXISTS (
+        SELECT 1 FROM {RegretTerm._meta.db_table}
+        WHERE app_name = %s AND user_id = %s AND term_hash {match} AND evicted_at >= %s
+        GROUP BY record_id HAVING count(DISTINCT term_hash) >= %s)"""  # noqa: S608 - the model's table; values are parameters
+    cutoff = connection.ops.adapt_datetimefield_value(now - REGRET_WINDOW)
+    return sql, [app_name, user_id, *match_params, cutoff, needed]
 
 
 def bump(app_name: str, name: str, now: datetime, by: int = 1) -> None:
     """Add to today's counter (one UPDATE, or an INSERT the first time in a day)."""
-    day = now.date()
+    _bump_day(app_name, name, now.date(), by)
+
+
+def _bump_day(app_name: str, name: str, day: date, by: int) -> None:
     updated = DailyCounter.objects.filter(day=day, app_name=app_name, name=name).update(
         value=F("value") + by
     )
@@ -149,12 +147,17 @@ def bump(app_name: str, name: str, now: datetime, by: int = 1) -> None:
 
 def bump_many(app_name: str, counts: Mapping[str, int], now: datetime) -> None:
     """Several counters in one transaction: one commit instead of one per counter."""
-    counts = {name: by for name, by in counts.items() if by}
+    add_to_day(app_name, now.date(), counts)
+
+
+def add_to_day(app_name: str, day: date, counts: Mapping[str, int]) -> None:
+    """``bump_many`` for a given day (buffered counters are flushed later)."""
+    counts = {name: by for name, by in sorted(counts.items()) if by}
     if not counts:
         return
     with transaction.atomic():
         for name, by in counts.items():  # always the same order: no deadlock
-            bump(app_name, name, now, by)
+            _bump_day(app_name, name, day, by)
 
 
 def report_correction(

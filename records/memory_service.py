@@ -26,7 +26,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import access_log, search, store
+from . import search, store
 from .extract import memory_key
 from .ids import check_scope
 from .models import MemoryRecord
@@ -115,11 +115,9 @@ def recalled_ids(app_name: str, user_id: str, memories: Sequence[MemoryEntry]) -
 
 
 def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryEntry]:
-    records = search.search(app_name, user_id, query, now)
-    search.touch(app_name, user_id, [r.id for r in records], now)
-    access_log.note_search(app_name, user_id, query, [r.id for r in records], now)
-    search.note_regret(app_name, user_id, query, now)
-    return [to_memory_entry(r) for r in records]
+    found = search.find(app_name, user_id, query, now)
+    search.note(app_name, user_id, found, now)
+    return [to_memory_entry(r) for r in found.records]
 
 
 def pinned_entries(app_name: str, user_id: str) -> list[MemoryEntry]:

@@ -11,17 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from django.db import connection
 
 from memadmin import counters
 
-from . import feedback, policy_sql, search_text
+from . import access_log, feedback, policy_sql, search_text
 from . import policy as pure
 from .ids import check_scope
 from .models import MemoryRecord, UserMemoryStats
 from .policies import policy_for
-from .touches import record_touches
+from .touches import record_search, record_touches
 
 log = logging.getLogger(__name__)
 
@@ -36,94 +37,129 @@ def query_terms(query: str) -> list[str]:
     return search_text.query_words(query)
 
 
+class Found(NamedTuple):
+    records: list[MemoryRecord]
+    regret: bool  # the query matches a recently evicted record (``feedback``)
+    term_hashes: list[str]  # the query's, keyed (``access_log.query_hashes``)
+
+
 def search(
     app_name: str, user_id: str, query: str, now: datetime, *, limit: int = SEARCH_LIMIT
 ) -> list[MemoryRecord]:
     """Unexpired records sharing a token with the query, most relevant first (BM25)."""
+    return find(app_name, user_id, query, now, limit=limit).records
+
+
+def find(
+    app_name: str, user_id: str, query: str, now: datetime, *, limit: int = SEARCH_LIMIT
+) -> Found:
+    """``search``, and whether the query is a regret hit, in one statement (plus one
+    primary-key read of the ``limit`` records returned)."""
     check_scope(app_name, user_id)
     if not isinstance(query, str):
         raise ValueError("query must be a string")
-    terms = search_text.query_terms(query.replace("\x00", ""))
+    query = query.replace("\x00", "")
+    terms = search_text.query_terms(query)
     counters.count_search(app_name)
     if not terms:
-        return []
+        return Found([], False, [])
+    hashes = access_log.query_hashes(query)
+    regret_sql, regret_params = feedback.regret_sql(app_name, user_id, hashes, now)
     if connection.vendor == "postgresql":
-        rows = _candidates_postgres(app_name, user_id, terms, now)
+        rows = _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_params)
     else:
-        rows = _candidates_sqlite(app_name, user_id, terms, now)
-    if not rows:
-        return []
-    scope = search_text.Scope(records=rows[0][5] or 0, mean_length=rows[0][6] or 0.0)
+        rows = _candidates_sqlite(app_name, user_id, terms, now, regret_sql, regret_params)
+    regret, records, mean_length = bool(rows[0][0]), rows[0][1] or 0, rows[0][2] or 0.0
+    if rows[0][3] is None:  # no candidate: the one row the statement always returns
+        return Found([], regret, hashes)
+    scope = search_text.Scope(records=records, mean_length=mean_length)
     candidates = [
-        search_text.Candidate(r[0], search_text.term_counts(r[1], terms), r[2], r[3], r[4])
+        search_text.Candidate(r[3], search_text.term_counts(r[4], terms), r[5], r[6], r[7])
         for r in rows
     ]
     ids = search_text.rank(terms, candidates, scope, limit)
-    if connection.vendor == "postgresql":
-        by_id = {r[0]: r for r in rows}
-        return [_record_from_row(by_id[i][7:]) for i in ids]
-    by_id = MemoryRecord.objects.in_bulk(ids)
+    return Found(_records(ids), regret, hashes)
+
+
+def _records(ids: list[int]) -> list[MemoryRecord]:
+    """The records of ``ids``, in that order (only the returned few are read whole)."""
+    if not ids:
+        return []
+    if connection.vendor != "postgresql":
+        by_id = MemoryRecord.objects.in_bulk(ids)
+        return [by_id[i] for i in ids if i in by_id]
+    columns = ", ".join(f.column for f in _RECORD_FIELDS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {MemoryRecord._meta.db_table} WHERE id = ANY(%s)",  # noqa: S608 - the model's table and columns
+            [ids],
+        )
+        by_id = {r.id: r for r in map(_record_from_row, cursor.fetchall())}
     return [by_id[i] for i in ids if i in by_id]
 
 
 _RECORD_FIELDS = MemoryRecord._meta.concrete_fields
-_DATETIME_FIELDS = {
-    i for i, f in enumerate(_RECORD_FIELDS) if f.get_internal_type() == "DateTimeField"
-}
+_RECORD_ATTNAMES = [f.attname for f in _RECORD_FIELDS]
 _RECORD_CONVERTERS = [(i, f) for i, f in enumerate(_RECORD_FIELDS) if hasattr(f, "from_db_value")]
 
+# The statement both databases run: the regret check, the user's totals
+# (UserMemoryStats) and the candidates (id, search tokens, length, written at in
+# microseconds, live), always at least one row (the candidate columns NULL when none).
+# Only these few columns of every candidate: reading whole rows for hundreds of
+# candidates to return ten cost ten times the rest of the search.
+_STATEMENT = """
+    SELECT one.regret, s.records, {mean_length}, c.*
+    FROM (SELECT {regret} AS regret) AS one
+    LEFT JOIN {stats} AS s ON s.app_name = %s AND s.user_id = %s
+    LEFT JOIN (
+        SELECT r.id, r.search_tokens, r.tokens, {written_at}, {live}
+        FROM {table} AS r
+        WHERE {match} AND r.app_name = %s AND r.user_id = %s
+    ) AS c ON 1 = 1
+"""
 
-def _candidates_postgres(app_name, user_id, terms, now) -> list[tuple]:
-    """(id, search tokens, length, written_at, live, user's records, their mean length,
-    then every column of the record).
 
-    One statement, one round trip (search is on every turn): the app's TTL (the model's
-    default when the app has no policy row yet) and the user's totals (UserMemoryStats)
-    are read in it. Datetime columns come as text: parsing them for every candidate
-    cost more than the rest; only the records returned are parsed (``_record_from_row``).
+def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_params) -> list[tuple]:
+    """(regret, user's records, their mean length, then id, search tokens, length,
+    written_at, live of a candidate) per candidate.
+
+    The app's TTL (the model's default when the app has no policy row yet) is read in
+    the same statement.
     """
-    table = MemoryRecord._meta.db_table
-    columns = ", ".join(
-        f"r.{f.column}::text" if i in _DATETIME_FIELDS else f"r.{f.column}"
-        for i, f in enumerate(_RECORD_FIELDS)
+    sql = _STATEMENT.format(
+        regret=regret_sql,
+        stats=UserMemoryStats._meta.db_table,
+        mean_length="s.tokens::float8 / NULLIF(s.records, 0)",
+        written_at="(extract(epoch FROM COALESCE(r.entry_timestamp, r.created_at))"
+        " * 1000000)::int8",
+        live=policy_sql.live_sql("r.", policy_sql.PG_APP_TTL_CUTOFF),
+        table=MemoryRecord._meta.db_table,
+        match="r.search_vector @@ %s::tsquery",
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""
-            SELECT r.id, r.search_tokens, r.tokens,
-                   (extract(epoch FROM COALESCE(r.entry_timestamp, r.created_at))
-                    * 1000000)::int8,
-                   {policy_sql.live_sql("r.", policy_sql.PG_APP_TTL_CUTOFF)},
-                   s.records, s.tokens::float8 / NULLIF(s.records, 0),
-                   {columns}
-            FROM {table} AS r
-            LEFT JOIN {UserMemoryStats._meta.db_table} AS s
-              ON s.app_name = %s AND s.user_id = %s
-            WHERE r.app_name = %s AND r.user_id = %s AND r.search_vector @@ %s::tsquery
-            """,  # noqa: S608 - table names are the models'; values are parameters
+            sql,
             [
+                *regret_params,
+                app_name,
+                user_id,
                 now,
                 app_name,
                 pure.DEFAULTS.ttl.days,
-                app_name,
-                user_id,
-                app_name,
-                user_id,
                 " | ".join(_tsquery_lexeme(t.token) for t in terms),
+                app_name,
+                user_id,
             ],
         )
         return cursor.fetchall()
 
 
 def _record_from_row(values: tuple) -> MemoryRecord:
-    """A record from its columns as ``_candidates_postgres`` selects them."""
+    """A record from all its columns, in field order."""
     values = list(values)
-    for i in _DATETIME_FIELDS:
-        if values[i] is not None:
-            values[i] = datetime.fromisoformat(values[i]).astimezone(UTC)
     for i, model_field in _RECORD_CONVERTERS:
         values[i] = model_field.from_db_value(values[i], None, connection)
-    return MemoryRecord.from_db(connection.alias, [f.attname for f in _RECORD_FIELDS], values)
+    return MemoryRecord.from_db(connection.alias, _RECORD_ATTNAMES, values)
 
 
 def _tsquery_lexeme(token: str) -> str:
@@ -131,37 +167,38 @@ def _tsquery_lexeme(token: str) -> str:
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _candidates_sqlite(app_name, user_id, terms, now) -> list[tuple]:
+def _candidates_sqlite(app_name, user_id, terms, now, regret_sql, regret_params) -> list[tuple]:
     """The same rows as ``_candidates_postgres``."""
     table = MemoryRecord._meta.db_table
     fts = f"{table}_fts"
     cutoff = pure.ttl_cutoff(now, policy_for(app_name).params())
     match = " OR ".join('"' + t.token.replace('"', '""') + '"' for t in terms)
+    sql = _STATEMENT.format(
+        regret=regret_sql,
+        stats=UserMemoryStats._meta.db_table,
+        mean_length="CAST(s.tokens AS REAL) / NULLIF(s.records, 0)",
+        written_at="COALESCE(r.entry_timestamp, r.created_at)",
+        live=policy_sql.live_sql("r.", "%s"),
+        table=table,
+        match=f"r.id IN (SELECT rowid FROM {fts} WHERE {fts} MATCH %s)",
+    )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""
-            SELECT r.id, r.search_tokens, r.tokens,
-                   COALESCE(r.entry_timestamp, r.created_at), {policy_sql.live_sql("r.", "%s")},
-                   s.records, CAST(s.tokens AS REAL) / NULLIF(s.records, 0)
-            FROM {table} AS r
-            LEFT JOIN {UserMemoryStats._meta.db_table} AS s
-              ON s.app_name = %s AND s.user_id = %s
-            WHERE r.id IN (SELECT rowid FROM {fts} WHERE {fts} MATCH %s)
-              AND r.app_name = %s AND r.user_id = %s
-            """,  # noqa: S608 - table names are the models'; values are parameters
+            sql,
             [
-                connection.ops.adapt_datetimefield_value(cutoff),
+                *regret_params,
                 app_name,
                 user_id,
+                connection.ops.adapt_datetimefield_value(cutoff),
                 match,
                 app_name,
                 user_id,
             ],
         )
-        return [
-            (r[0], r[1], r[2], _microseconds(r[3]), bool(r[4]), r[5], r[6])
-            for r in cursor.fetchall()
-        ]
+        rows = cursor.fetchall()
+    if rows[0][3] is None:
+        return rows
+    return [(*r[:6], _microseconds(r[6]), bool(r[7])) for r in rows]
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -176,15 +213,48 @@ def _microseconds(stored: str) -> int:
 
 
 def note_regret(app_name: str, user_id: str, query: str, now: datetime) -> bool:
-    """Count the search, and a regret hit if the query matches a recently evicted record
-    (the searches are the regret rate's denominator). Never raises."""
+    """Check the query for a regret hit and count the search (``count_search``). Never
+    raises. ``find`` checks in its own statement; this is for searches made elsewhere."""
     try:
         regret = feedback.is_regret(app_name, user_id, query_terms(query), now)
-        feedback.bump_many(app_name, {feedback.SEARCHES: 1, feedback.REGRET_HITS: int(regret)}, now)
-        return regret
     except Exception:
         log.exception("regret check failed; search result unaffected")
-    return False
+        return False
+    count_search(app_name, regret, now)
+    return regret
+
+
+def count_search(app_name: str, regret: bool, now: datetime) -> None:
+    """Count the search, and a regret hit (the searches are the regret rate's
+    denominator). Never raises: a lost count must not fail a user's turn."""
+    try:
+        feedback.bump_many(app_name, _counts(regret), now)
+    except Exception:
+        log.exception("search counters failed; search result unaffected")
+
+
+def _counts(regret: bool) -> dict[str, int]:
+    return {feedback.SEARCHES: 1, feedback.REGRET_HITS: int(regret)}
+
+
+def note(app_name: str, user_id: str, found: Found, now: datetime) -> None:
+    """A search's writes: touch what it returned, keep its access history entry, count
+    it. With Redis all three are buffered in one round trip and flushed by the touch
+    flush; otherwise (or when Redis fails) the history and counters are written here.
+    Never raises: a lost write never fails a turn."""
+    ids = [r.id for r in found.records]
+    history = access_log.history_entry(found.term_hashes, ids, now)
+    try:
+        outcome, buffered = record_search(
+            app_name, user_id, ids, now, history, _counts(found.regret)
+        )
+    except Exception:
+        log.exception("touch failed for %d records; search result unaffected", len(ids))
+        outcome, buffered = "dropped", False
+    counters.count_touches(app_name, len(ids), outcome)
+    if not buffered:
+        access_log.note_search(app_name, user_id, found.term_hashes, ids, now)
+        count_search(app_name, found.regret, now)
 
 
 def touch(app_name: str, user_id: str, ids: Sequence[int], now: datetime) -> str:

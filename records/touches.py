@@ -6,11 +6,19 @@ times) and a periodic task flushes them to the database in bulk; without Redis t
 are applied at once in one bulk update. Eviction only needs approximate access data,
 so a touch lost to a Redis outage is logged and dropped, never an error for the caller.
 
+A search's other writes ride in the same round trip (``record_search``): its access
+history entry (``access_log``) and the day's search and regret counters
+(``feedback``), flushed by the same task. When Redis is absent or failing those two
+are written to the database directly instead: they are not approximate.
+
 Redis key families (all per (app, user), so erasure can remove them):
     memadmin:touch:hits:<app>\\x1f<user>    hash  record id -> hits to add
     memadmin:touch:time:<app>\\x1f<user>    zset  record id -> latest access (epoch s)
-    memadmin:touch:proc:{hits,time}:...    the same, claimed by a flush in progress
+    memadmin:touch:log:<app>\\x1f<user>     list  searches' history entries (JSON)
+    memadmin:touch:proc:{hits,time,log}:...  the same, claimed by a flush in progress
     memadmin:touch:pending                 set of "<app>\\x1f<user>" with buffered touches
+    memadmin:touch:counters[:proc]         hash  "<day>\\x1f<app>\\x1f<counter>" -> to add
+                                           (no user: not subject data)
 """
 
 from __future__ import annotations
@@ -18,12 +26,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from functools import cache
 
 from django.conf import settings
 from django.db import connection, transaction
 
+from . import access_log, feedback
 from .models import MemoryRecord
 
 log = logging.getLogger(__name__)
@@ -32,15 +41,20 @@ PREFIX = "memadmin:touch"
 PENDING = f"{PREFIX}:pending"
 SEP = "\x1f"
 FLUSH_LOCK = f"{PREFIX}:flush-lock"
+COUNTERS = f"{PREFIX}:counters"
+PROC_COUNTERS = f"{COUNTERS}:proc"
 # After a Redis failure, skip Redis for this long instead of paying a timeout per search.
 BACKOFF_SECONDS = 5.0
 _redis_down_until = 0.0
 
 _CLAIM = """
 local n = 0
-if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('RENAME', KEYS[1], KEYS[3]); n = n + 1 end
-if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[4]); n = n + 1 end
-redis.call('SREM', KEYS[5], ARGV[1])
+for i = 1, 3 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('RENAME', KEYS[i], KEYS[i + 3]); n = n + 1
+  end
+end
+redis.call('SREM', KEYS[7], ARGV[1])
 return n
 """
 
@@ -54,8 +68,10 @@ def user_keys(app_name: str, user_id: str) -> dict[str, str]:
     return {
         "hits": f"{PREFIX}:hits:{m}",
         "time": f"{PREFIX}:time:{m}",
+        "log": f"{PREFIX}:log:{m}",
         "proc_hits": f"{PREFIX}:proc:hits:{m}",
         "proc_time": f"{PREFIX}:proc:time:{m}",
+        "proc_log": f"{PREFIX}:proc:log:{m}",
     }
 
 
@@ -88,13 +104,54 @@ def record_touches(app_name: str, user_id: str, ids: Iterable[int], now: datetim
     if time.monotonic() < _redis_down_until:
         log.warning("touch buffer unavailable; dropped %d touches for one user", len(ids))
         return "dropped"
+    if not _buffer(client, app_name, user_id, ids, now):
+        return "dropped"
+    return "buffered"
+
+
+def record_search(
+    app_name: str,
+    user_id: str,
+    ids: Iterable[int],
+    now: datetime,
+    history: str,
+    counts: dict[str, int],
+) -> tuple[str, bool]:
+    """A search's touches, its history entry and counters in one Redis round trip.
+
+    Returns the touches' outcome (as ``record_touches``) and whether the history entry
+    and counters were buffered; when not (no Redis, or it failed), the caller writes
+    them itself.
+    """
+    ids = list(ids)
+    client = redis_client()
+    if client is None:
+        return record_touches(app_name, user_id, ids, now), False
+    if time.monotonic() < _redis_down_until:
+        if ids:
+            log.warning("touch buffer unavailable; dropped %d touches for one user", len(ids))
+        return ("dropped" if ids else "none"), False
+    if not _buffer(client, app_name, user_id, ids, now, history, counts):
+        return ("dropped" if ids else "none"), False
+    return ("buffered" if ids else "none"), True
+
+
+def _buffer(client, app_name, user_id, ids, now, history=None, counts=None) -> bool:
+    """One transaction on Redis; False (logged, backing off) when Redis failed."""
+    global _redis_down_until
     keys = user_keys(app_name, user_id)
-    stamp = now.timestamp()
     try:
         pipe = client.pipeline(transaction=True)
         for record_id in ids:
             pipe.hincrby(keys["hits"], record_id, 1)
-        pipe.zadd(keys["time"], dict.fromkeys((str(i) for i in ids), stamp), gt=True)
+        if ids:
+            stamp = now.timestamp()
+            pipe.zadd(keys["time"], dict.fromkeys((str(i) for i in ids), stamp), gt=True)
+        if history is not None:
+            pipe.rpush(keys["log"], history)
+        for name, by in (counts or {}).items():
+            if by:
+                pipe.hincrby(COUNTERS, SEP.join((now.date().isoformat(), app_name, name)), by)
         pipe.sadd(PENDING, member(app_name, user_id))
         pipe.execute()
     except Exception as exc:  # Redis down or slow: the search must still answer
@@ -102,9 +159,9 @@ def record_touches(app_name: str, user_id: str, ids: Iterable[int], now: datetim
         log.warning(
             "touch buffer write failed (%s); dropped %d touches", type(exc).__name__, len(ids)
         )
-        return "dropped"
+        return False
     _redis_down_until = 0.0
-    return "buffered"
+    return True
 
 
 def apply_touches(hits: dict[int, int], last: dict[int, datetime]) -> int:
@@ -159,14 +216,30 @@ def flush_touches(max_users: int | None = None) -> int:
         claim = client.register_script(_CLAIM)
         flushed = 0
         # Claims left by a flush that crashed after claiming are applied first.
-        for key in client.scan_iter(match=f"{PREFIX}:proc:hits:*", count=500):
-            _apply_claimed(client, key.decode().split(":proc:hits:", 1)[1])
+        _flush_counters(client)
+        left = set()
+        for raw in client.scan_iter(match=f"{PREFIX}:proc:*", count=500):
+            key = raw.decode("utf-8", "surrogateescape")
+            for kind in ("hits", "time", "log"):
+                head = f"{PREFIX}:proc:{kind}:"
+                if key.startswith(head):
+                    left.add(key[len(head) :])
+        for m in left:
+            _apply_claimed(client, m)
         for raw in client.sscan_iter(PENDING, count=500):
             m = raw.decode()
             app_name, user_id = m.split(SEP, 1)
             keys = user_keys(app_name, user_id)
             claim(
-                keys=[keys["hits"], keys["time"], keys["proc_hits"], keys["proc_time"], PENDING],
+                keys=[
+                    keys["hits"],
+                    keys["time"],
+                    keys["log"],
+                    keys["proc_hits"],
+                    keys["proc_time"],
+                    keys["proc_log"],
+                    PENDING,
+                ],
                 args=[m],
             )
             _apply_claimed(client, m)
@@ -189,11 +262,30 @@ def _apply_claimed(client, m: str) -> None:
         int(k): datetime.fromtimestamp(score, tz=UTC)
         for k, score in client.zrange(keys["proc_time"], 0, -1, withscores=True)
     }
-    apply_touches(hits, last)
-    client.delete(keys["proc_hits"], keys["proc_time"])
+    history = [e.decode() for e in client.lrange(keys["proc_log"], 0, -1)]
+    with transaction.atomic():  # a failure leaves the claim for the next flush
+        apply_touches(hits, last)
+        access_log.write_buffered_history(app_name, user_id, history)
+    client.delete(keys["proc_hits"], keys["proc_time"], keys["proc_log"])
 
 
-KINDS = ("hits", "time", "proc:hits", "proc:time")
+def _flush_counters(client) -> None:
+    """Add the buffered search and regret counts to the daily counters."""
+    if not client.exists(PROC_COUNTERS):  # else a crashed flush's claim: apply it first
+        if not client.exists(COUNTERS):
+            return
+        client.rename(COUNTERS, PROC_COUNTERS)  # only flushes (under the lock) rename
+    by_app: dict[tuple[str, str], dict[str, int]] = {}
+    for field, value in client.hgetall(PROC_COUNTERS).items():
+        day, app_name, name = field.decode().split(SEP)
+        by_app.setdefault((day, app_name), {})[name] = int(value)
+    with transaction.atomic():
+        for (day, app_name), counts in sorted(by_app.items()):
+            feedback.add_to_day(app_name, date.fromisoformat(day), counts)
+    client.delete(PROC_COUNTERS)
+
+
+KINDS = ("hits", "time", "log", "proc:hits", "proc:time", "proc:log")
 
 
 def member_user(m: str) -> str | None:

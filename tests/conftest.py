@@ -226,3 +226,28 @@ def celery_worker_factory(transactional_db, settings):
     for worker in workers:
         worker.stop()
     celery_app.control.purge()
+
+
+@pytest.fixture(autouse=True)
+def clean_touch_buffer():
+    """Redis outlives the test database: start and end each test with an empty buffer
+    (touches, searches' history entries and counters, which a later flush would add)."""
+    import redis
+
+    from records import touches
+
+    def clear():
+        touches.redis_client.cache_clear()  # the configured Redis, not a test's own
+        client = touches.redis_client()
+        if client is not None:
+            try:
+                keys = list(client.scan_iter(match=f"{touches.PREFIX}:*", count=1000))
+                if keys:
+                    client.delete(*keys)
+            except redis.ConnectionError:  # a test's own Redis, stopped before its settings
+                pass
+        touches.redis_client.cache_clear()
+
+    clear()
+    yield
+    clear()

@@ -13,7 +13,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from erasure.inventory import SUBJECT_STORES, Subject
-from records import artifacts, feedback, memory_service, sessions, store, touches
+from records import access_log, artifacts, feedback, memory_service, sessions, store, touches
 from records.models import MemoryRecord, RetiredSession
 
 from ..records.factories import text_event
@@ -67,7 +67,10 @@ def populate(app: str, user: str, marker: str, *, now=None) -> dict[str, int]:
     )
     store.delete_records(app, user, now, favourite.id)  # an EvictionEvent (manual)
     # The access history: a search (ids and keyed term hashes) and the evicted record above.
-    memory_service.search_entries(app, user, f"penicillin allergy {marker}", now)
+    # One in the database, one as the search leaves it (buffered in Redis when configured).
+    query = f"penicillin allergy {marker}"
+    access_log.note_search(app, user, access_log.query_hashes(query), [], now)
+    memory_service.search_entries(app, user, query, now)
     feedback.remember_evicted(app, {favourite.id: user}, {favourite.id: favourite.content}, now)
     feedback.report_correction(app, user, now, session_id=sid, about="favourite colour")
     artifacts.save_artifact(
@@ -168,22 +171,6 @@ def redis_entries(app: str, user: str) -> list[str]:
         if key.endswith(":" + member) or member in members:
             found.append(key)
     return found
-
-
-@pytest.fixture(autouse=True)
-def clean_touch_buffer():
-    """Redis outlives the test database: start and end each test with an empty buffer."""
-
-    def clear():
-        client = touches.redis_client()
-        if client is not None:
-            keys = list(client.scan_iter(match=f"{touches.PREFIX}:*", count=1000))
-            if keys:
-                client.delete(*keys)
-
-    clear()
-    yield
-    clear()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from erasure.inventory import SUBJECT_STORES, Subject
 from erasure.models import ErasureAuditEntry, ErasureBarrier, ErasureRequest, ErasureStatus
 from memadmin.pseudonyms import subject_hash
 from records import sessions, touches
-from records.models import DailyCounter, EvictionEvent, MemoryRecord
+from records.models import DailyCounter, EvictionEvent, MemoryRecord, SearchLog
 from records.policies import update_policy
 
 from .conftest import fts_terms, populate, redis_entries, rows_mentioning, subject_counts
@@ -234,3 +234,22 @@ def test_erasing_a_subject_with_no_data_verifies_with_zero_counts():
     req = erase(None, user="never-seen-anywhere")
     assert req.status == ErasureStatus.VERIFIED
     assert all(p["deleted"] == 0 for p in req.progress.values())
+
+
+@pytest.mark.redis
+def test_a_search_buffered_before_the_erasure_is_not_brought_back_by_a_flush():
+    """A flush that claimed the subject's buffered search before the job reached Redis
+    must not write it after the job erased the database."""
+    populate("pharmacy", USER, "mk1x9q")
+    assert touches.user_keys("pharmacy", USER)["log"] in touches.user_touch_keys_present(
+        "pharmacy", USER
+    )
+    req = submit("pharmacy")
+    token = jobs._claim(req.pk, timezone.now, "t")
+    job = jobs._Job(req.pk, token, "t", timezone.now, 100)
+    job.raise_barrier()
+    for store in SUBJECT_STORES:
+        job.erase_store(store)
+    touches.flush_touches()  # before the job's Redis step
+    assert not SearchLog.objects.filter(user_id=USER).exists()
+    assert subject_counts(Subject("pharmacy", USER))["records.SearchLog"] == 0

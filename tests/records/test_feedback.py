@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from google.adk.tools.function_tool import FunctionTool
 
-from records import feedback, store
+from records import feedback, store, touches
 from records.memory_service import add_session, search_entries
 from records.models import Correction, DailyCounter, MemoryRecord, RegretTerm
 from records.policies import update_policy
@@ -42,6 +42,7 @@ def test_a_search_for_an_evicted_record_is_a_regret_hit_once_per_search():
     search_entries("pharmacy", "u1", "when does the Leeds branch open on Sundays?", NOW)
     search_entries("pharmacy", "u1", "what is my name", NOW)  # unrelated: no hit
     search_entries("pharmacy", "u2", "Leeds branch Sundays", NOW)  # another user: no hit
+    touches.flush_touches()  # with Redis the counts are buffered until the touch flush
     assert counter(feedback.REGRET_HITS) == 1
     # every search counts, hit or not: the denominator of regret hits per 1,000 searches
     assert counter(feedback.SEARCHES) == 3

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis as redis_lib
 
-from records import search, touches
-from records.models import MemoryRecord
+from records import access_log, feedback, search, touches
+from records.models import DailyCounter, MemoryRecord, SearchLog
 
 from .factories import make_records
 
@@ -81,6 +81,79 @@ def test_discarding_a_users_buffer_leaves_other_users_alone(buffer):
     assert touches.user_touch_keys_present("app", "u2")
 
 
+def _deliver_note():
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.genai import types
+
+    from records.memory_service import add_memories
+
+    add_memories(
+        "app",
+        "u1",
+        [MemoryEntry(content=types.Content(parts=[types.Part(text="Deliver to 4 Mill Lane")]))],
+        NOW,
+    )
+    return MemoryRecord.objects.get()
+
+
+def test_a_search_buffers_its_history_and_counters_with_its_touches_until_the_flush(buffer):
+    from records.memory_service import search_entries
+
+    record = _deliver_note()
+    assert len(search_entries("app", "u1", "deliver", NOW)) == 1
+    assert search_entries("app", "u1", "zebra crossing", NOW) == []  # counted and kept too
+    assert not SearchLog.objects.exists()
+    assert not DailyCounter.objects.filter(name=feedback.SEARCHES).exists()
+    assert buffer.llen(touches.user_keys("app", "u1")["log"]) == 2
+
+    assert touches.flush_touches() == 1
+    rows = SearchLog.objects.order_by("id")
+    assert [(r.user_id, r.searched_at, r.record_ids) for r in rows] == [
+        ("u1", NOW, [record.id]),
+        ("u1", NOW, []),
+    ]
+    assert rows[1].term_hashes == access_log.query_hashes("zebra crossing")
+    counts = DailyCounter.objects.filter(day=NOW.date(), name__in=["searches", "regret_hits"])
+    assert dict(counts.values_list("name", "value")) == {feedback.SEARCHES: 2}
+    record.refresh_from_db()
+    assert record.hits == 1
+    assert list(buffer.scan_iter(match=f"{touches.PREFIX}:*")) == []
+
+
+def test_a_failed_flush_keeps_the_claimed_searches_for_the_next_one(buffer, monkeypatch):
+    from records.memory_service import search_entries
+
+    record = _deliver_note()
+    search_entries("app", "u1", "deliver", NOW)
+    monkeypatch.setattr(access_log.SearchLog.objects, "bulk_create", _refuse)
+    with pytest.raises(RuntimeError):
+        touches.flush_touches()
+    monkeypatch.undo()
+    record.refresh_from_db()
+    assert record.hits == 0 and not SearchLog.objects.exists()  # rolled back together
+    touches.flush_touches()
+    assert list(SearchLog.objects.values_list("record_ids", flat=True)) == [[record.id]]
+    record.refresh_from_db()
+    assert record.hits == 1
+
+
+def test_discarding_a_users_buffer_drops_their_buffered_searches(buffer):
+    from records.memory_service import search_entries
+
+    _deliver_note()
+    search_entries("app", "u1", "deliver", NOW)
+    assert touches.user_keys("app", "u1")["log"] in touches.user_touch_keys_present("app", "u1")
+    touches.discard_user_touches("app", "u1")
+    touches.flush_touches()
+    assert not SearchLog.objects.exists()
+    # the counters name no user: they stay, and are flushed
+    assert DailyCounter.objects.get(name=feedback.SEARCHES).value == 1
+
+
+def _refuse(*args, **kwargs):
+    raise RuntimeError("database unavailable")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -140,6 +213,9 @@ def test_searches_keep_answering_while_redis_is_down_and_buffering_resumes(
         answers = [search_entries("app", "u1", "deliver", NOW) for _ in range(3)]
         assert all(len(a) == 1 for a in answers)  # the turn never fails
         assert "dropped" in caplog.text
+        # history and counters are not approximate: written directly while Redis is down
+        assert SearchLog.objects.count() == 3
+        assert DailyCounter.objects.get(name=feedback.SEARCHES).value == 3
 
         proc = start_redis(port)  # Redis is back: buffering resumes
         assert len(search_entries("app", "u1", "deliver", NOW)) == 1
