@@ -18,7 +18,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from records import feedback
+from records import feedback, touches
 from records.memory_service import add_session, search_entries
 from records.models import (
     AgentSession,
@@ -830,6 +830,9 @@ def seed_history(
                     start + timedelta(hours=7),
                     about=REGRET_QUERY,
                 )
+        # With Redis, the day's searches (touches, history, counters) wait in the buffer
+        # for the periodic flush; the roll-up must see them, as production's would by then.
+        touches.flush_touches()
         rollup_day(day, datetime.combine(day, ROLLUP_TIME, tzinfo=UTC))
 
     today = []
@@ -839,5 +842,6 @@ def seed_history(
         today.append(runs.create_run(RunKind.SWEEP, app_name=PHARMACY, dry_run=True, enqueue=False))
     for run in today:
         run_inline(run)
+    touches.flush_touches()
     rollup_day(now.date(), now)
     return out
