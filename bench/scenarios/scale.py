@@ -32,11 +32,11 @@ from records.models import MemoryRecord
 from records.policies import update_policy
 
 from .. import corpus
+from ..corpus import events_for
 from ..harness import Row, alternate, alternate_async
 from ..load import UserSpec, load_records, reset_data, vacuum_analyze
 from .enforce_pass import APP as BIG
 from .enforce_pass import _pass, floor_seconds, user_specs
-from .ingest import events_for
 
 NAME = "scale"
 SMALL = "bench-scale-small"
