@@ -12,21 +12,17 @@ from typing import Any
 
 from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse
-from google.adk.errors._stale_session_error import StaleSessionError
-from google.adk.errors.already_exists_error import AlreadyExistsError
-from google.adk.errors.session_not_found_error import SessionNotFoundError
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from memadmin.pseudonyms import pseudonymous_path
+from memadmin_client.errors import ADK_ERROR_CODES
 
 log = logging.getLogger("memadmin.api")
 
-# Status and code of each ADK error; a client maps them back (memadmin_client.errors).
+# Status and code of each ADK error, from the table the client maps them back with.
 ADK_ERRORS: dict[type[Exception], tuple[int, str]] = {
-    AlreadyExistsError: (409, "already_exists"),
-    StaleSessionError: (409, "stale_session"),
-    SessionNotFoundError: (404, "session_not_found"),
+    cls: (status, code) for code, (status, cls) in ADK_ERROR_CODES.items()
 }
 
 

@@ -6,13 +6,14 @@ before Django is configured.
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+
+from memadmin.stats import percentile
 
 
 @dataclass
@@ -78,9 +79,9 @@ class Row:
             scenario,
             size,
             median(flat_ours),
-            percentile(flat_ours, 99) if len(flat_ours) > 1 else None,
+            percentile(flat_ours, 0.99) if len(flat_ours) > 1 else None,
             median(flat_base),
-            percentile(flat_base, 99) if len(flat_base) > 1 else None,
+            percentile(flat_base, 0.99) if len(flat_base) > 1 else None,
             ours_range=(min(ours_meds), max(ours_meds)),
             base_range=(min(base_meds), max(base_meds)),
             ratio_range=(min(ratios), max(ratios)) if ratios else None,
@@ -127,13 +128,6 @@ class Report:
 
 
 # --- statistics ------------------------------------------------------------------------
-
-
-def percentile(values: list[float], p: float) -> float:
-    """Nearest-rank percentile (p in 0..100): a value that was actually observed."""
-    ordered = sorted(values)
-    k = max(0, math.ceil(p / 100 * len(ordered)) - 1)
-    return ordered[k]
 
 
 def median(values: list[float]) -> float:

@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 from celery import current_app
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from memadmin import audit as staff_audit
@@ -375,10 +375,8 @@ class _Job:
 
     # Every write of the job goes through here: the request row locked, the claim checked.
     def _fenced(self):
-        req = (
-            self.models.ErasureRequest.objects.select_for_update()
-            .filter(pk=self.request_id, claim_token=self.token)
-            .first()
+        req = claims.fenced_row(
+            self.models.ErasureRequest.objects.filter(pk=self.request_id), self.token
         )
         if req is None:
             raise LostClaim()
@@ -700,9 +698,13 @@ def reconcile(now: datetime | None = None, *, stale_after: timedelta | None = No
     ).values_list("pk", "claim_token", "heartbeat_at")
     for pk, token, heartbeat in list(stalled):
         with transaction.atomic():
-            taken = models.ErasureRequest.objects.filter(
-                pk=pk, claim_token=token, heartbeat_at=heartbeat
-            ).update(claim_token=None, updated_at=now)
+            # Handed on only if its holder has still not heartbeated (a fenced write).
+            taken = claims.fenced_update(
+                models.ErasureRequest.objects.filter(pk=pk, heartbeat_at=heartbeat),
+                token,
+                claim_token=None,
+                updated_at=now,
+            )
             if taken:
                 req = models.ErasureRequest.objects.get(pk=pk)
                 audit(
@@ -721,7 +723,7 @@ def reconcile(now: datetime | None = None, *, stale_after: timedelta | None = No
         models.ErasureRequest.objects.filter(
             status__in=models.OPEN_STATUSES, claim_token__isnull=True
         )
-        .filter(Q(queued_at__lt=cutoff) | Q(queued_at__isnull=True, submitted_at__lt=cutoff))
+        .filter(claims.message_due(cutoff, born="submitted_at"))
         .exclude(pk__in=requeued)
         .values_list("pk", flat=True)
     )

@@ -22,6 +22,7 @@ from google.adk.errors.input_validation_error import InputValidationError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 
 __all__ = [
+    "ADK_ERROR_CODES",
     "AlreadyExistsError",
     "InvalidRequest",
     "MemadminError",
@@ -58,10 +59,12 @@ class MemadminUnavailable(MemadminError, ConnectionError):
     """memadmin could not be reached (after the retries allowed for the call)."""
 
 
-_ADK_ERRORS: dict[str, type[Exception]] = {
-    "already_exists": AlreadyExistsError,
-    "stale_session": StaleSessionError,
-    "session_not_found": SessionNotFoundError,
+# The one table of ADK's errors on the wire: code -> (HTTP status, ADK class). The
+# server answers with it (api.errors) and the client maps codes back with it.
+ADK_ERROR_CODES: dict[str, tuple[int, type[Exception]]] = {
+    "already_exists": (409, AlreadyExistsError),
+    "stale_session": (409, StaleSessionError),
+    "session_not_found": (404, SessionNotFoundError),
 }
 
 
@@ -79,8 +82,8 @@ def error_from_response(response: httpx.Response) -> Exception:
     detail = body.get("detail") if isinstance(body.get("detail"), str) else None
     status = response.status_code
     detail = detail or f"HTTP {status} from memadmin: {response.text[:300]}"
-    if code in _ADK_ERRORS:
-        return _ADK_ERRORS[code](detail)
+    if code in ADK_ERROR_CODES:
+        return ADK_ERROR_CODES[code][1](detail)
     if status in (401, 403):
         return NotAuthorized(detail, status=status, code=code)
     if status in (400, 413, 422):

@@ -6,7 +6,6 @@ Erasure is a separate path and never appears in these figures.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -14,6 +13,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db import transaction
 from django.db.models import Count, Sum
 
+from memadmin.stats import percentile
 from records import feedback
 from records.models import AgentSession, DailyCounter, EvictionEvent, MemoryRecord, Policy
 from records.policy import DEFAULTS
@@ -31,15 +31,6 @@ SNAPSHOT_NAMES = frozenset(
     [f"{p}_{s}" for p in ("records", "tokens", "session_events") for s in ("p50", "p99", "max")]
     + ["users", "max_records", "max_tokens"]
 )
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (PostgreSQL's percentile_cont)."""
-    if not sorted_values:
-        return 0.0
-    pos = (len(sorted_values) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 @dataclass(frozen=True)

@@ -108,17 +108,13 @@ def claim_run(run_id: int, now: datetime | None = None) -> str | None:
 
 def heartbeat(run: Run, token: str) -> bool:
     """Renew the claim. False means another worker took the run over: stop."""
-    return bool(
-        Run.objects.filter(id=run.id, claim_token=token, status=RunStatus.RUNNING).update(
-            heartbeat_at=timezone.now()
-        )
-    )
+    return claims.heartbeat(Run.objects.filter(id=run.id, status=RunStatus.RUNNING), token)
 
 
 def fan_out(run: Run, token: str, items: list[WorkItem]) -> bool:
     """Store the run's items and their total in one transaction, under the claim."""
     with transaction.atomic():
-        locked = Run.objects.select_for_update().filter(id=run.id, claim_token=token).first()
+        locked = claims.fenced_row(Run.objects.filter(id=run.id), token)
         if locked is None or locked.total:
             return False
         sent = timezone.now()  # the caller nudges every item (a message, or inline)
@@ -146,10 +142,11 @@ def claim_item(item_id: int, now: datetime | None = None) -> tuple[WorkItem, str
 
 def release_item(item: WorkItem, token: str) -> bool:
     """Give the claim back (the work rolled back and will be retried)."""
-    return bool(
-        WorkItem.objects.filter(id=item.id, claim_token=token, status=ItemStatus.PLANNED).update(
-            claim_token="", claimed_at=None
-        )
+    return claims.fenced_update(
+        WorkItem.objects.filter(id=item.id, status=ItemStatus.PLANNED),
+        token,
+        claim_token="",
+        claimed_at=None,
     )
 
 
@@ -160,9 +157,12 @@ def complete_item(
     last. ``stats`` are the item's totals counted from its rows, so each item adds all of
     its work exactly once, whichever attempt finishes it."""
     with transaction.atomic():
-        updated = WorkItem.objects.filter(
-            id=item.id, claim_token=token, status=ItemStatus.PLANNED
-        ).update(status=status, outcome=outcome[:500])
+        updated = claims.fenced_update(
+            WorkItem.objects.filter(id=item.id, status=ItemStatus.PLANNED),
+            token,
+            status=status,
+            outcome=outcome[:500],
+        )
         if not updated:
             return False  # someone else completed it after our claim went stale
         run = Run.objects.select_for_update().get(id=item.run_id)
@@ -193,12 +193,6 @@ def fail_run(run_id: int, error: str) -> None:
     )
 
 
-def message_due(now: datetime) -> Q:
-    """No message sent for a stale period. Until then the last one may still be queued:
-    re-sending on every pass would pile up copies while the workers are down."""
-    return Q(queued_at__isnull=True) | Q(queued_at__lt=now - stale_after())
-
-
 def reconcile(
     now: datetime | None = None, *, send_run: Send, send_item: Send
 ) -> dict[str, list[int]]:
@@ -208,15 +202,16 @@ def reconcile(
     however often the reconciler passes and however long the workers stay down.
     """
     now = now or timezone.now()
+    due = claims.message_due(now - stale_after())
     with transaction.atomic():
-        runs = _take_due(
+        runs = claims.take_due(
             Run.objects.filter(
                 Q(status=RunStatus.QUEUED, created_at__lt=now - unclaimed_after())
                 | Q(status=RunStatus.RUNNING, total=0, heartbeat_at__lt=now - stale_after())
-            ).filter(message_due(now)),
+            ).filter(due),
             now,
         )
-        items = _take_due(
+        items = claims.take_due(
             WorkItem.objects.filter(run__status=RunStatus.RUNNING, status=ItemStatus.PLANNED)
             .filter(
                 # unclaimed while its run makes no progress (a run that progresses is
@@ -224,7 +219,7 @@ def reconcile(
                 Q(claimed_at__isnull=True, run__heartbeat_at__lt=now - unclaimed_after())
                 | Q(claimed_at__lt=now - stale_after())
             )
-            .filter(message_due(now)),
+            .filter(due),
             now,
         )
     for run_id in runs:
@@ -234,14 +229,3 @@ def reconcile(
     if runs or items:
         log.warning("reconciler re-queued %d run(s) and %d item(s)", len(runs), len(items))
     return {"runs": runs, "items": items}
-
-
-def _take_due(due, now: datetime) -> list[int]:
-    """Stamp the due rows as sent now; a second reconciler at once skips them (locked)."""
-    ids = list(
-        due.select_for_update(skip_locked=True, of=("self",))
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
-    due.model.objects.filter(id__in=ids).update(queued_at=now)
-    return ids

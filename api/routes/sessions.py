@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.utils import timezone
+from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.adk.sessions.session import Session
@@ -162,7 +163,7 @@ def get_session(
         app_name=app_name, user_id=user_id, session_id=session_id, config=config
     )
     if session is None:
-        raise ApiError(404, "session_not_found", f"Session {session_id} not found.")
+        raise SessionNotFoundError(f"Session {session_id} not found.")  # 404 by api.errors
     return _session_json(session)
 
 

@@ -23,9 +23,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memadmin.accounts import ensure_role_groups
+from memadmin.stats import percentile
 from records.policies import update_policy
 
-from ..harness import Row, median, percentile
+from ..harness import Row, median
 from ..load import UserSpec, load_records, reset_data, vacuum_analyze
 
 APP = "bench-dash"
@@ -112,7 +113,7 @@ def run(report, size: dict, env: dict) -> None:
 
     def row(page, key, size_label, target_ms):
         times, queries, *_ = measured[(page, key)]
-        p95 = percentile(times, 95)
+        p95 = percentile(times, 0.95)
         report.rows.append(
             Row(
                 f"dashboard: {page}",

@@ -19,6 +19,8 @@ from django.db import connection
 from django.db.models import Count, Min, QuerySet
 from django.db.models.functions import TruncDate
 
+from memadmin.stats import interpolate
+
 from .. import feedback
 from .. import policy as pure
 from ..models import (
@@ -135,11 +137,8 @@ def spread_by_group(queryset: QuerySet, group: str, columns: list[str]) -> dict[
 
 
 def _interpolate(percent: int, count: int, low, high) -> float:
-    position = percent * (count - 1) / 100
-    fraction = position - math.floor(position)
-    if high is None or fraction == 0:
-        return float(low)
-    return float(low) + fraction * (float(high) - float(low))
+    # The position as the SQL above computes it (its floor picked ``low``).
+    return interpolate(low, high, percent * (count - 1) / 100)
 
 
 def _per_user(app_name: str | None = None) -> QuerySet:

@@ -17,22 +17,38 @@ from django.urls import reverse
 
 from ..models import AgentSession, MemoryRecord, RetiredSession, UserMemoryStats
 from ..policy import PolicyParams, Record, Score
-from .ranking import rank_user
+from .ranking import RankedRow, rank_user
 
 
 @dataclass(frozen=True)
 class Ranked:
-    """A record's standing: scores, and where it sits against the caps."""
+    """A record's standing: its ranked row (scores, position among live records best
+    first, running tokens), and where it sits against the caps."""
 
-    policy_record: Record
-    score: Score
-    expired: bool
-    # Position among unexpired records, best first, and the tokens of it and all above.
-    rank: int | None
-    cumulative_tokens: int | None
+    row: RankedRow
     over_record_cap: bool
     over_token_cap: bool
     first_over_cap: bool  # the cap line is drawn right above this record
+
+    @property
+    def policy_record(self) -> Record:
+        return self.row.record
+
+    @property
+    def score(self) -> Score:
+        return self.row.score
+
+    @property
+    def expired(self) -> bool:
+        return self.row.expired
+
+    @property
+    def rank(self) -> int | None:
+        return self.row.rank
+
+    @property
+    def cumulative_tokens(self) -> int | None:
+        return self.row.cumulative_tokens
 
 
 @dataclass(frozen=True)
@@ -96,15 +112,11 @@ class _RankedRecords:
         return [_standing(row, summary, self.params) for row in rows]
 
 
-def _standing(row, summary, params: PolicyParams) -> Ranked:
+def _standing(row: RankedRow, summary, params: PolicyParams) -> Ranked:
     over_records = row.rank is not None and row.rank > params.max_records
     over_tokens = row.cumulative_tokens is not None and row.cumulative_tokens > params.max_tokens
     return Ranked(
-        policy_record=row.record,
-        score=row.score,
-        expired=row.expired,
-        rank=row.rank,
-        cumulative_tokens=row.cumulative_tokens,
+        row=row,
         over_record_cap=over_records,
         over_token_cap=over_tokens,
         first_over_cap=row.rank is not None
