@@ -55,7 +55,9 @@ def test_add_session_then_search_returns_memory_entries_with_ids_and_metadata():
 def test_search_touches_what_it_returned():
     update_policy("pharmacy", preset_values(ARTICLE))  # new records start a half-life old
     svc = service()
-    run(svc.add_session_to_memory(session(["Deliver to 12 Elm Street", "My name is Ana"])))
+    # The name first: a turn is also indexed with the turns before it, so a name said
+    # after the address would match "deliver" through its context and be touched too.
+    run(svc.add_session_to_memory(session(["My name is Ana", "Deliver to 12 Elm Street"])))
     run(svc.search_memory(app_name="pharmacy", user_id="u1", query="deliver"))
     touched = MemoryRecord.objects.get(content__startswith="Deliver")
     untouched = MemoryRecord.objects.get(content__startswith="My name")
