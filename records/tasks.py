@@ -52,8 +52,11 @@ def backfill_embeddings(app_name: str = "", after_id: int = 0) -> int:
     Idempotent and resumable: only missing vectors are written and each batch commits on
     its own, so a repeated message does no harm and, past the soft time limit, the task
     queues itself again from the last record it reached. Progress is read from the
-    database (the Embeddings page), not from the task.
+    database (the Embeddings page), not from the task. Beat runs it hourly
+    (``memadmin.schedules``); without an embedder it does nothing.
     """
+    if not embeddings.enabled():
+        return 0
     result = embeddings.BackfillResult(last_id=after_id)
     try:
         for step in embeddings.backfill_steps(app_name=app_name or None, after_id=after_id):

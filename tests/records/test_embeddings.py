@@ -198,6 +198,13 @@ def test_the_back_fill_task_fills_every_missing_vector(use_embedder):
     assert backfill_embeddings(APP) == 0  # idempotent
 
 
+def test_the_scheduled_back_fill_does_nothing_without_an_embedder(use_embedder):
+    use_embedder(None)
+    _add(TEXTS)
+    assert backfill_embeddings() == 0
+    assert _vectors() == set()
+
+
 def test_evicting_a_record_deletes_its_vector(use_embedder):
     use_embedder("bag_of_concepts")
     _add(TEXTS)
