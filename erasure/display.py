@@ -15,6 +15,7 @@ from . import jobs
 # that every store of the inventory has one, so a store added later cannot show a label.
 STORE_NAMES = {
     "records.UserMemoryStats": "per-user totals",
+    "records.RecordEmbedding": "vectors of memory records (embeddings)",
     "records.MemoryRecord": "memory records and summaries",
     "records.EvictionEvent": "eviction log",
     "records.RegretTerm": "hashed words of evicted records",

@@ -134,6 +134,13 @@ SUBJECT_STORES: tuple[SubjectStore, ...] = (
         "records.UserMemoryStats",
         "per-user totals of the records (kept by database triggers)",
     ),
+    # Before the records: the database deletes a record's vector with it, and the job
+    # could not count it (records.embedding_schema).
+    SubjectStore(
+        "records.RecordEmbedding",
+        "vectors of the memory records (MEMADMIN_EMBEDDER), computed from their content",
+        owner_prefix="record__",
+    ),
     SubjectStore(
         "records.MemoryRecord",
         "memory records and summaries (a summary merges only the same user's records "

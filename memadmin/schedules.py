@@ -34,6 +34,12 @@ SCHEDULES: dict[str, dict] = {
         "task": "backtest.tasks.prune_access_history",
         "crontab": {"minute": "55", "hour": "0"},  # daily
     },
+    # Embeds records left without a vector (written before MEMADMIN_EMBEDDER was set, or
+    # whose embedding failed at ingest); does nothing when no embedder is set.
+    "memadmin: back-fill embeddings": {
+        "task": "records.tasks.backfill_embeddings",
+        "crontab": {"minute": "35"},  # hourly
+    },
     "memadmin: reconcile stalled runs": {
         "task": "sweeper.tasks.reconcile_runs",
         "every_seconds": 120,

@@ -338,7 +338,11 @@ if TASK_SOFT_TIME_LIMIT >= TASK_TIME_LIMIT:
     )
 CELERY_TASK_ANNOTATIONS = {
     name: {"soft_time_limit": TASK_SOFT_TIME_LIMIT, "time_limit": TASK_TIME_LIMIT}
-    for name in ("sweeper.tasks.run_item", "records.tasks.rescore_app")
+    for name in (
+        "sweeper.tasks.run_item",
+        "records.tasks.rescore_app",
+        "records.tasks.backfill_embeddings",
+    )
 }
 
 # Redis for the touch buffer and locks; defaults to the broker when that is Redis.
@@ -352,6 +356,9 @@ MEMADMIN = {
     "TOKEN_COUNTER": os.environ.get("MEMADMIN_TOKEN_COUNTER", "records.tokens.count_tokens"),
     # Dotted path of a callable(text) -> float | None for text no rule matched.
     "IMPORTANCE_CLASSIFIER": os.environ.get("MEMADMIN_IMPORTANCE_CLASSIFIER", ""),
+    # Dotted path of a callable(list[str]) -> list[list[float]]: hybrid search when set
+    # (records.embeddings, docs/embeddings.md).
+    "EMBEDDER": os.environ.get("MEMADMIN_EMBEDDER", ""),
     # Dotted path of a callable(texts, max_tokens) -> str; the default is extractive.
     "SUMMARISER": os.environ.get("MEMADMIN_SUMMARISER", ""),
     # The lease of every claimed job (sweep runs and items, erasure jobs): a claim not

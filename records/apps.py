@@ -8,4 +8,4 @@ class RecordsConfig(AppConfig):
     def ready(self) -> None:
         # Registers the SQLite score functions on every new connection; imported here so
         # that a connection opened before anything imports records.victims has them too.
-        from . import victims  # noqa: F401
+        from . import checks, victims  # noqa: F401

@@ -1,4 +1,5 @@
-"""Search: the user's unexpired records sharing a word with the query, ranked by BM25.
+"""Search: the user's unexpired records sharing a word with the query, ranked by BM25
+(with ``MEMADMIN_EMBEDDER`` set, fused with the nearest vectors: ``records.embeddings``).
 
 The tokenizer, the stop words and the ranking are ``records.search_text`` (pure, one for
 both databases); each database here only finds the candidates, the user's records
@@ -17,7 +18,7 @@ from django.db import connection
 
 from memadmin import counters
 
-from . import access_log, feedback, policy_sql, search_text
+from . import access_log, embeddings, feedback, policy_sql, search_text
 from . import policy as pure
 from .ids import check_scope
 from .models import MemoryRecord, UserMemoryStats
@@ -70,14 +71,19 @@ def find(
     else:
         rows = _candidates_sqlite(app_name, user_id, terms, now, regret_sql, regret_params)
     regret, records, mean_length = bool(rows[0][0]), rows[0][1] or 0, rows[0][2] or 0.0
+    hybrid = embeddings.enabled()
     if rows[0][3] is None:  # no candidate: the one row the statement always returns
-        return Found([], regret, hashes)
-    scope = search_text.Scope(records=records, mean_length=mean_length)
-    candidates = [
-        search_text.Candidate(r[3], search_text.term_counts(r[4], terms), r[5], r[6], r[7])
-        for r in rows
-    ]
-    ids = search_text.rank(terms, candidates, scope, limit)
+        ids = []
+    else:
+        scope = search_text.Scope(records=records, mean_length=mean_length)
+        candidates = [
+            search_text.Candidate(r[3], search_text.term_counts(r[4], terms), r[5], r[6], r[7])
+            for r in rows
+        ]
+        depth = max(limit, embeddings.FUSION_DEPTH) if hybrid else limit
+        ids = search_text.rank(terms, candidates, scope, depth)
+    if hybrid:  # MEMADMIN_EMBEDDER: fused with the nearest vectors (records.embeddings)
+        ids = embeddings.hybrid(app_name, user_id, query, now, ids, limit)
     return Found(_records(ids), regret, hashes)
 
 

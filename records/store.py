@@ -21,7 +21,7 @@ from django.utils.module_loading import import_string
 
 from memadmin import counters
 
-from . import access_log, due, erasure_guard, feedback, search_text
+from . import access_log, due, embeddings, erasure_guard, feedback, search_text
 from . import policy as pure
 from . import rules as pure_rules
 from .extract import Candidate, Extractor
@@ -141,6 +141,7 @@ def ingest(
         result.added = len(new)
         if enforce:
             result.evicted = _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
+    embeddings.embed_new(new, result.evicted)  # after the lock; never fails the ingest
     # After the lock: the app-wide counter rows must not serialise ingests.
     counts = {feedback.RECORDS_ADDED: result.added}
     if count_session:

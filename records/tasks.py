@@ -7,7 +7,7 @@ import logging
 from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from . import rescore
+from . import embeddings, rescore
 
 log = logging.getLogger(__name__)
 
@@ -43,3 +43,33 @@ def rescore_app(self, app_name: str) -> int:
         raise self.retry(exc=exc, countdown=1) from exc
     log.info("re-scored %s: %d record(s) changed", app_name, changed)
     return changed
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def backfill_embeddings(app_name: str = "", after_id: int = 0) -> int:
+    """Embed the records that have no vector yet (``embeddings.backfill``), batch by batch.
+
+    Idempotent and resumable: only missing vectors are written and each batch commits on
+    its own, so a repeated message does no harm and, past the soft time limit, the task
+    queues itself again from the last record it reached. Progress is read from the
+    database (the Embeddings page), not from the task. Beat runs it hourly
+    (``memadmin.schedules``); without an embedder it does nothing.
+    """
+    if not embeddings.enabled():
+        return 0
+    result = embeddings.BackfillResult(last_id=after_id)
+    try:
+        for step in embeddings.backfill_steps(app_name=app_name or None, after_id=after_id):
+            result = step
+    except SoftTimeLimitExceeded:
+        log.warning("embedding back-fill passed its soft time limit; continuing in a new task")
+        backfill_embeddings.delay(app_name, result.last_id)
+        return result.embedded
+    log.info(
+        "embedding back-fill: %d embedded, %d unusable, up to record %d%s",
+        result.embedded,
+        result.failed,
+        result.last_id,
+        f"; stopped: {result.error}" if result.error else "",
+    )
+    return result.embedded

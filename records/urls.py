@@ -25,4 +25,6 @@ urlpatterns = [
     path("rules/try/", views.rule_try, name="rule_try"),
     path("rules/rescore/", views.rule_rescore, name="rule_rescore"),
     path("rules/<int:pk>/", views.rule, name="rule"),
+    path("embeddings/", views.embeddings_page, name="embeddings"),
+    path("embeddings/backfill/", views.embeddings_backfill, name="embeddings_backfill"),
 ]

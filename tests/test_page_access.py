@@ -45,6 +45,7 @@ def pages():
         reverse("records:policy", args=["pharmacy"]),
         reverse("records:rules"),
         reverse("records:rule", args=[rule.pk]),
+        reverse("records:embeddings"),
         reverse("sweeper:sweeps"),
         reverse("sweeper:run", args=[run.pk]),
         reverse("backtest:run", args=[backtest.pk]),

@@ -3,6 +3,7 @@ sessions and artifacts (``sessions``), per-app configuration (``policies``) and 
 signals (``feedback``). Everything is importable from ``records.models``."""
 
 from .access import EvictedRecord, SearchLog
+from .embeddings import RecordEmbedding
 from .feedback import Correction, DailyCounter, RegretTerm
 from .limits import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
 from .memory import (
@@ -37,6 +38,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryRecordManager",
     "Policy",
+    "RecordEmbedding",
     "PolicyVersion",
     "RegretTerm",
     "RetiredSession",

@@ -7,13 +7,24 @@ import threading
 
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.db import connection, connections
+from django.test import override_settings
 from django.utils import timezone
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from erasure.inventory import SUBJECT_STORES, Subject
-from records import access_log, artifacts, feedback, memory_service, sessions, store, touches
+from records import (
+    access_log,
+    artifacts,
+    embeddings,
+    feedback,
+    memory_service,
+    sessions,
+    store,
+    touches,
+)
 from records.models import MemoryRecord, RetiredSession
 
 from ..records.factories import text_event
@@ -62,6 +73,12 @@ def populate(app: str, user: str, marker: str, *, now=None) -> dict[str, int]:
         last_accessed_at=now,
         tokens=8,
     )
+    # Vectors of the records (MEMADMIN_EMBEDDER), back-filled: the favourite's goes
+    # with it when it is evicted below.
+    with override_settings(
+        MEMADMIN={**settings.MEMADMIN, "EMBEDDER": "tests.embedders.bag_of_concepts"}
+    ):
+        embeddings.backfill(app_name=app)
     favourite = MemoryRecord.objects.get(
         app_name=app, user_id=user, content__startswith="My favourite"
     )

@@ -253,3 +253,33 @@ def test_a_search_buffered_before_the_erasure_is_not_brought_back_by_a_flush():
     touches.flush_touches()  # before the job's Redis step
     assert not SearchLog.objects.filter(user_id=USER).exists()
     assert subject_counts(Subject("pharmacy", USER))["records.SearchLog"] == 0
+
+
+@pytest.mark.parametrize("scope", ["one app", "all apps"])
+def test_erasure_deletes_the_subjects_vectors_and_says_so_on_the_receipt(scope):
+    from records.models import RecordEmbedding
+
+    populate("pharmacy", USER, "mk1x9q")
+    populate("travel", USER, "mk3x9q")
+    populate("pharmacy", OTHER, "mk2x9q")
+    erased_apps = ["pharmacy"] if scope == "one app" else ["pharmacy", "travel"]
+    theirs = set(
+        MemoryRecord.objects.filter(user_id=USER, app_name__in=erased_apps).values_list(
+            "id", flat=True
+        )
+    )
+    vectors_before = set(RecordEmbedding.objects.values_list("record_id", flat=True))
+    assert theirs & vectors_before  # the subject had vectors
+    others = vectors_before - theirs
+
+    req = erase("pharmacy" if scope == "one app" else None)
+
+    assert req.status == ErasureStatus.VERIFIED, req.failure_reason
+    left = set(RecordEmbedding.objects.values_list("record_id", flat=True))
+    assert left & theirs == set()  # by record id: no vector outlives its record
+    assert left == others  # everyone else's vectors are untouched
+    stores = {s["store"]: s for s in req.receipt["stores"]}
+    vectors_row = stores["records.RecordEmbedding"]
+    assert vectors_row["deleted"] == len(theirs & vectors_before)
+    assert vectors_row["remaining_at_verification"] == 0
+    assert "vectors" in vectors_row["holds"]

@@ -1,0 +1,292 @@
+"""Optional embeddings (MEMADMIN_EMBEDDER) on the database the run uses: vectors written
+at ingest, hybrid search, the back-fill, bad embedders, and nothing at all when unset."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.urls import reverse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+
+from records import embeddings, search, store, vectors
+from records.checks import embedder_setting
+from records.memory_service import add_memories
+from records.models import MemoryRecord, RecordEmbedding
+from records.policies import update_policy
+from records.tasks import backfill_embeddings
+from tests import embedders
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+APP, USER = "garage", "u1"
+TEXTS = [
+    "My car is a blue estate with a roof box",
+    "The cat sleeps on the boiler all winter",
+    "I see my doctor every March for a check-up",
+    "Blue is my favourite colour for the kitchen",
+    "The roof of the shed leaks when it rains",
+]
+
+
+@pytest.fixture
+def use_embedder(settings):
+    def use(name: str | None):
+        settings.MEMADMIN = {
+            **settings.MEMADMIN,
+            "EMBEDDER": f"tests.embedders.{name}" if name else "",
+        }
+
+    return use
+
+
+def _entry(text, days_ago=1):
+    return MemoryEntry(
+        content=types.Content(role="user", parts=[types.Part(text=text)]),
+        author="user",
+        timestamp=(NOW - timedelta(days=days_ago)).isoformat(),
+    )
+
+
+def _add(texts, user=USER):
+    return add_memories(APP, user, [_entry(t, i + 1) for i, t in enumerate(texts)], NOW)
+
+
+def _ids():
+    return dict(MemoryRecord.objects.filter(app_name=APP).values_list("content", "id"))
+
+
+def _vectors():
+    return set(RecordEmbedding.objects.values_list("record_id", flat=True))
+
+
+def search_ids(query):
+    return [r.id for r in search.search(APP, USER, query, NOW)]
+
+
+def test_without_an_embedder_nothing_is_written_and_search_is_lexical(use_embedder):
+    use_embedder(None)
+    _add(TEXTS)
+    assert _vectors() == set()
+    assert search_ids("automobile") == []
+    assert search_ids("blue") == [_ids()[TEXTS[0]], _ids()[TEXTS[3]]]
+
+
+def test_ingest_embeds_its_records_in_one_call(use_embedder):
+    use_embedder("bag_of_concepts")
+    embedders.CALLS.clear()
+    _add(TEXTS)
+    assert [len(TEXTS)] == embedders.CALLS
+    assert _vectors() == set(_ids().values())
+    row = RecordEmbedding.objects.get(record_id=_ids()[TEXTS[0]])
+    assert row.dims == embedders.DIMS
+    stored = vectors.from_bytes(bytes(row.vector))
+    assert list(stored) == list(vectors.unit(embedders.vector(TEXTS[0])))
+
+
+def test_a_record_with_no_shared_word_is_found_by_its_vector(use_embedder):
+    use_embedder("bag_of_concepts")
+    _add(TEXTS)
+    ids = _ids()
+    # "automobile" shares no word (nor stem, nor prefix) with the car record.
+    assert search_ids("automobile")[0] == ids[TEXTS[0]]
+    assert search_ids("physician")[0] == ids[TEXTS[2]]
+    use_embedder(None)
+    assert search_ids("automobile") == []
+
+
+def test_hybrid_order_is_the_fusion_of_the_two_rankings(use_embedder):
+    use_embedder("bag_of_concepts")
+    _add(TEXTS + [f"Roof tile number {i} is cracked" for i in range(30)])
+    query = "blue roof"
+    use_embedder(None)  # the lexical ranking alone, as deep as fusion reads it
+    lexical = search_ids(query)
+    lexical_deep = [
+        r.id for r in search.search(APP, USER, query, NOW, limit=embeddings.FUSION_DEPTH)
+    ]
+    assert lexical_deep[:10] == lexical
+    use_embedder("bag_of_concepts")
+    near = embeddings.nearest(
+        APP, USER, vectors.unit(embedders.vector(query)), NOW, embeddings.FUSION_DEPTH
+    )
+    expected = vectors.fuse(lexical_deep, near, 10)
+    assert search_ids(query) == expected
+    assert search_ids(query) == expected  # the same again: deterministic
+    ids = _ids()
+    # Both blue records and the roof records match; the car record (blue and roof) first.
+    assert expected[0] == ids[TEXTS[0]]
+
+
+def test_an_expired_record_is_not_returned_by_its_vector(use_embedder):
+    use_embedder("bag_of_concepts")
+    update_policy(APP, {"ttl_days": 30})
+    add_memories(APP, USER, [_entry(TEXTS[0], 40)], NOW - timedelta(days=40))
+    add_memories(APP, USER, [_entry(t, 20) for t in TEXTS[1:]], NOW - timedelta(days=20))
+    assert len(_vectors()) == len(TEXTS)  # past its TTL at NOW, not evicted yet
+    assert _ids()[TEXTS[0]] not in search_ids("automobile")
+
+
+def test_vectors_are_per_user(use_embedder):
+    use_embedder("bag_of_concepts")
+    _add(TEXTS[:1], user="someone-else")
+    _add(TEXTS[1:])
+    car = _ids()[TEXTS[0]]
+    assert car not in search_ids("automobile")
+    assert [r.id for r in search.search(APP, "someone-else", "automobile", NOW)] == [car]
+
+
+@pytest.mark.parametrize("bad", ["failing", "one_short", "not_a_list", "mixed_dimensions"])
+def test_a_failing_embedder_never_loses_the_ingest_and_the_back_fill_repairs_it(
+    use_embedder, bad, caplog
+):
+    use_embedder(bad)
+    result = _add(TEXTS)
+    assert result.added == len(TEXTS)
+    assert MemoryRecord.objects.count() == len(TEXTS)
+    if bad == "mixed_dimensions":  # the first vector sets the dimension; odd ones refused
+        assert len(_vectors()) == 3
+    else:
+        assert _vectors() == set()
+        assert "left for the back-fill" in caplog.text
+    assert all(t not in caplog.text for t in TEXTS)  # logs never hold content
+    if bad != "mixed_dimensions":  # the query cannot be embedded: lexical search answers
+        assert search_ids("blue") == [_ids()[TEXTS[0]], _ids()[TEXTS[3]]]
+    use_embedder("bag_of_concepts")
+    assert embeddings.progress(APP).missing == len(TEXTS) - len(_vectors())
+    result = embeddings.backfill(app_name=APP)
+    assert result.done and not result.error
+    assert _vectors() == set(_ids().values())
+    assert embeddings.progress(APP).missing == 0
+
+
+def test_a_nan_vector_leaves_only_that_record_for_the_back_fill(use_embedder):
+    use_embedder("with_nan")
+    _add(["Keep the rat poison on the top shelf", *TEXTS])
+    poison = _ids()["Keep the rat poison on the top shelf"]
+    assert _vectors() == set(_ids().values()) - {poison}
+    result = embeddings.backfill(app_name=APP)  # still NaN: skipped, counted, not stuck
+    assert (result.embedded, result.failed, result.done) == (0, 1, True)
+    use_embedder("bag_of_concepts")
+    assert embeddings.backfill(app_name=APP).embedded == 1
+    assert poison in _vectors()
+
+
+def test_the_back_fill_is_batched_resumable_and_idempotent(use_embedder):
+    use_embedder(None)
+    _add(TEXTS)
+    use_embedder("bag_of_concepts")
+    embedders.CALLS.clear()
+    first = embeddings.backfill(batch_size=2, max_batches=1)
+    assert (first.embedded, first.batches, first.done) == (2, 1, False)
+    rest = embeddings.backfill(batch_size=2, after_id=first.last_id)
+    assert rest.embedded == len(TEXTS) - 2 and rest.done
+    assert embedders.CALLS == [2, 2, 1]
+    again = embeddings.backfill(batch_size=2)
+    assert (again.embedded, again.batches, again.done) == (0, 0, True)
+    assert _vectors() == set(_ids().values())
+
+
+def test_the_back_fill_task_fills_every_missing_vector(use_embedder):
+    """Called in this process; on a real worker: tests/records/test_embeddings_worker.py."""
+    use_embedder(None)
+    _add(TEXTS)
+    use_embedder("bag_of_concepts")
+    assert backfill_embeddings(APP) == len(TEXTS)
+    assert _vectors() == set(_ids().values())
+    assert backfill_embeddings(APP) == 0  # idempotent
+
+
+def test_the_scheduled_back_fill_does_nothing_without_an_embedder(use_embedder):
+    use_embedder(None)
+    _add(TEXTS)
+    assert backfill_embeddings() == 0
+    assert _vectors() == set()
+
+
+def test_evicting_a_record_deletes_its_vector(use_embedder):
+    use_embedder("bag_of_concepts")
+    _add(TEXTS)
+    car = _ids()[TEXTS[0]]
+    store.delete_records(APP, USER, NOW, car)
+    assert car not in _vectors()
+    assert len(_vectors()) == len(TEXTS) - 1
+    store.delete_records(APP, USER, NOW)
+    assert RecordEmbedding.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("tests.embedders.nowhere", "cannot be imported"),
+        ("no_such_package.embed", "cannot be imported"),
+        ("tests.embedders.NOT_CALLABLE", "not a callable"),
+    ],
+)
+def test_a_bad_setting_is_a_system_check_error_and_search_says_so(settings, path, message):
+    settings.MEMADMIN = {**settings.MEMADMIN, "EMBEDDER": path}
+    errors = embedder_setting()
+    assert [e.id for e in errors] == ["records.E001"]
+    assert message in errors[0].msg
+    with pytest.raises(embeddings.EmbedderError, match=message):
+        embeddings.embedder()
+
+
+def test_the_setting_unset_or_good_passes_the_check(use_embedder):
+    use_embedder(None)
+    assert embedder_setting() == []
+    use_embedder("bag_of_concepts")
+    assert embedder_setting() == []
+
+
+def test_the_command_back_fills_and_refuses_without_an_embedder(use_embedder, capsys):
+    use_embedder(None)
+    _add(TEXTS)
+    with pytest.raises(CommandError, match="not set"):
+        call_command("backfill_embeddings")
+    use_embedder("bag_of_concepts")
+    call_command("backfill_embeddings", "--batch-size", "2")
+    out = capsys.readouterr().out
+    assert f"{len(TEXTS)}/{len(TEXTS)} records have a vector (100%)" in out
+    assert _vectors() == set(_ids().values())
+    call_command("backfill_embeddings", "--rebuild")
+    assert f"{len(TEXTS)} vector(s) deleted" in capsys.readouterr().out
+    assert _vectors() == set(_ids().values())
+    with pytest.raises(CommandError):
+        call_command("backfill_embeddings", "--app", "no-such-app")
+
+
+def test_the_page_shows_progress_and_only_ops_start_a_back_fill(use_embedder, login):
+    use_embedder(None)
+    _add(TEXTS)
+    use_embedder("bag_of_concepts")
+    client = login("support")
+    page = client.get(reverse("records:embeddings"))
+    assert page.status_code == 200
+    assert f'<progress value="0" max="{len(TEXTS)}"' in page.content.decode()
+    assert "Back-fill" not in page.content.decode()  # support may look, not start
+    assert client.post(reverse("records:embeddings_backfill")).status_code == 403
+    assert _vectors() == set()
+
+    client = login("ops")
+    assert "Back-fill 5 records" in client.get(reverse("records:embeddings")).content.decode()
+    response = client.post(reverse("records:embeddings_backfill"), headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert f'<progress value="0" max="{len(TEXTS)}"' in body
+    assert 'hx-trigger="every 2s"' in body  # polled while the worker fills it
+    backfill_embeddings(APP)  # what the queued task does (a real worker: the worker test)
+    body = client.get(reverse("records:embeddings") + "?watch=1").content.decode()
+    assert f'<progress value="{len(TEXTS)}" max="{len(TEXTS)}"' in body
+    assert "every 2s" not in body  # done: the polling stops
+    assert client.get(reverse("records:embeddings_backfill")).status_code == 405
+
+
+def test_the_back_fill_post_needs_the_csrf_token(use_embedder, make_user):
+    from django.test import Client
+
+    use_embedder("bag_of_concepts")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user("ops-csrf", "ops"))
+    assert client.post(reverse("records:embeddings_backfill")).status_code == 403
