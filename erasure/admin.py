@@ -3,13 +3,15 @@
 from django.contrib import admin
 from django.db.models.constants import LOOKUP_SEP
 
+from memadmin import admin as memadmin_admin
+
 from .models import ErasureAuditEntry, ErasureBarrier, ErasureRequest
 
 # Fields that name an erasure's subject: no admin list may filter on them.
 SUBJECT_FIELDS = frozenset({"user_id", "subject_hash"})
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(memadmin_admin.ReadOnlyAdmin):
     def lookup_allowed(self, lookup, value, request):
         # Django allows any lookup on a model's own fields, shown or not:
         # ?user_id__startswith=b would recover an open request's subject letter by letter.
@@ -17,15 +19,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         if SUBJECT_FIELDS & set(lookup.split(LOOKUP_SEP)):
             return False
         return super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(ErasureRequest)

@@ -238,9 +238,13 @@ def submit(
 
 
 def enqueue(request_id: int) -> None:
-    """Send the job's message. The row is the truth: a lost message is re-sent by
-    ``reconcile``; a duplicate one finds the request claimed or finished."""
+    """Record the send and send the job's message. The row is the truth: a lost message
+    is re-sent by ``reconcile``; a duplicate one finds the request claimed or finished."""
     models.ErasureRequest.objects.filter(pk=request_id).update(queued_at=timezone.now())
+    _send(request_id)
+
+
+def _send(request_id: int) -> None:
     # By the task's name: the tasks module imports this one, never the other way round.
     current_app.signature(RUN_TASK, args=(request_id,)).delay()
 
@@ -688,46 +692,35 @@ def receipt_bytes(receipt: dict) -> bytes:
 
 
 def reconcile(now: datetime | None = None, *, stale_after: timedelta | None = None) -> list[int]:
-    """Re-queue requests whose run stopped heartbeating, and open ones whose message was
-    lost. Returns their ids. Run periodically (Celery beat) and safe to run anywhere."""
+    """Re-queue requests whose run stopped heartbeating (their claim handed on, audited),
+    and open ones whose message was lost. Returns their ids. Run periodically (Celery
+    beat) and safe to run anywhere: the claimed-job engine's reconciler
+    (``claims.reconcile``) sends each at most once per lease, once committed."""
     now = now or timezone.now()
-    cutoff = now - (stale_after or lease())
-    requeued: list[int] = []
-    stalled = models.ErasureRequest.objects.filter(
-        status__in=models.OPEN_STATUSES, claim_token__isnull=False, heartbeat_at__lt=cutoff
-    ).values_list("pk", "claim_token", "heartbeat_at")
-    for pk, token, heartbeat in list(stalled):
-        with transaction.atomic():
-            # Handed on only if its holder has still not heartbeated (a fenced write).
-            taken = claims.fenced_update(
-                models.ErasureRequest.objects.filter(pk=pk, heartbeat_at=heartbeat),
-                token,
-                claim_token=None,
-                updated_at=now,
-            )
-            if taken:
-                req = models.ErasureRequest.objects.get(pk=pk)
-                audit(
-                    req,
-                    "requeued",
-                    actor="reconciler",
-                    at=now,
-                    from_status=req.status,
-                    to_status=req.status,
-                    detail={"last_heartbeat": heartbeat.isoformat()},
-                )
-                transaction.on_commit(lambda pk=pk: enqueue(pk))
-                requeued.append(pk)
-    # Open and unclaimed, but no message sent for a lease: it was lost (or never sent).
-    lost = (
-        models.ErasureRequest.objects.filter(
-            status__in=models.OPEN_STATUSES, claim_token__isnull=True
+    open_requests = models.ErasureRequest.objects.filter(status__in=models.OPEN_STATUSES)
+
+    def requeued(pk: int, last_heartbeat: datetime) -> None:
+        req = models.ErasureRequest.objects.get(pk=pk)
+        audit(
+            req,
+            "requeued",
+            actor="reconciler",
+            at=now,
+            from_status=req.status,
+            to_status=req.status,
+            detail={"last_heartbeat": last_heartbeat.isoformat()},
         )
-        .filter(claims.message_due(cutoff, born="submitted_at"))
-        .exclude(pk__in=requeued)
-        .values_list("pk", flat=True)
+
+    sent = claims.reconcile(
+        {
+            # Open and unclaimed (a handed-on claim included): no message for a lease
+            # means it was lost, or never sent.
+            "requests": claims.Requeue(
+                open_requests.filter(claim_token__isnull=True), _send, born="submitted_at"
+            )
+        },
+        now=now,
+        stale_after=stale_after or lease(),
+        stale_claims=claims.HandOn(open_requests, requeued, {"updated_at": now}),
     )
-    for pk in list(lost):
-        transaction.on_commit(lambda pk=pk: enqueue(pk))
-        requeued.append(pk)
-    return requeued
+    return sent["requests"]

@@ -3,16 +3,10 @@ from django.contrib import admin
 from .models import AuditEntry
 
 
-@admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
-    """Read-only: the log is append-only, and only the services append to it."""
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Every app's admin views are read-only: the services write, never the admin."""
 
-    list_display = ("created_at", "actor_username", "action", "app_name", "user_id", "target")
-    list_filter = ("action", "app_name")
-    search_fields = ("actor_username", "user_id", "target")
-    date_hierarchy = "created_at"
-
-    def has_add_permission(self, request):
+    def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
@@ -20,3 +14,13 @@ class AuditEntryAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """Read-only: the log is append-only, and only the services append to it."""
+
+    list_display = ("created_at", "actor_username", "action", "app_name", "user_id", "target")
+    list_filter = ("action", "app_name")
+    search_fields = ("actor_username", "user_id", "target")
+    date_hierarchy = "created_at"

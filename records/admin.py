@@ -6,6 +6,8 @@ user's lock and writes the audit log; an admin edit would do neither.
 
 from django.contrib import admin
 
+from memadmin.admin import ReadOnlyAdmin
+
 from .models import (
     AgentSession,
     Artifact,
@@ -15,17 +17,6 @@ from .models import (
     PolicyVersion,
     RetiredSession,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(MemoryRecord)

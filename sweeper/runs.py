@@ -10,7 +10,6 @@ waits forever and nothing runs twice.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 from collections.abc import Callable
@@ -26,8 +25,6 @@ from records.selectors.apps import check_known_app
 
 from .models import ItemStatus, Run, RunStatus, WorkItem
 
-log = logging.getLogger(__name__)
-
 
 def stale_after() -> timedelta:
     """A claim whose holder has not been heard of for this long is presumed dead."""
@@ -42,7 +39,7 @@ def unclaimed_after() -> timedelta:
 Progress = Callable[[Run], None]
 # Sends a run's or an item's message, given its id: the tasks module passes its tasks'
 # ``delay`` in, so this engine never imports the tasks built on it.
-Send = Callable[[int], object]
+Send = claims.Send
 
 
 def worker_name() -> str:
@@ -196,36 +193,31 @@ def fail_run(run_id: int, error: str) -> None:
 def reconcile(
     now: datetime | None = None, *, send_run: Send, send_item: Send
 ) -> dict[str, list[int]]:
-    """Re-queue runs that lost their message and items whose worker died.
-
-    Each is sent at most once per stale period (``queued_at`` records the last send),
-    however often the reconciler passes and however long the workers stay down.
-    """
+    """Re-queue runs that lost their message and items whose worker died, through the
+    claimed-job engine's reconciler (``claims.reconcile``: each sent at most once per
+    stale period, after its transaction commits). This says only which rows stall."""
     now = now or timezone.now()
-    due = claims.message_due(now - stale_after())
-    with transaction.atomic():
-        runs = claims.take_due(
-            Run.objects.filter(
-                Q(status=RunStatus.QUEUED, created_at__lt=now - unclaimed_after())
-                | Q(status=RunStatus.RUNNING, total=0, heartbeat_at__lt=now - stale_after())
-            ).filter(due),
-            now,
-        )
-        items = claims.take_due(
-            WorkItem.objects.filter(run__status=RunStatus.RUNNING, status=ItemStatus.PLANNED)
-            .filter(
-                # unclaimed while its run makes no progress (a run that progresses is
-                # only working through its queue), or claimed by a worker that died
-                Q(claimed_at__isnull=True, run__heartbeat_at__lt=now - unclaimed_after())
-                | Q(claimed_at__lt=now - stale_after())
-            )
-            .filter(due),
-            now,
-        )
-    for run_id in runs:
-        send_run(run_id)
-    for item_id in items:
-        send_item(item_id)
-    if runs or items:
-        log.warning("reconciler re-queued %d run(s) and %d item(s)", len(runs), len(items))
-    return {"runs": runs, "items": items}
+    return claims.reconcile(
+        {
+            "runs": claims.Requeue(
+                Run.objects.filter(
+                    Q(status=RunStatus.QUEUED, created_at__lt=now - unclaimed_after())
+                    | Q(status=RunStatus.RUNNING, total=0, heartbeat_at__lt=now - stale_after())
+                ),
+                send_run,
+            ),
+            "items": claims.Requeue(
+                WorkItem.objects.filter(
+                    run__status=RunStatus.RUNNING, status=ItemStatus.PLANNED
+                ).filter(
+                    # unclaimed while its run makes no progress (a run that progresses is
+                    # only working through its queue), or claimed by a worker that died
+                    Q(claimed_at__isnull=True, run__heartbeat_at__lt=now - unclaimed_after())
+                    | Q(claimed_at__lt=now - stale_after())
+                ),
+                send_item,
+            ),
+        },
+        now=now,
+        stale_after=stale_after(),
+    )

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import transaction
+from django.test import TestCase
 from django.utils import timezone
 
 from memadmin import claims
@@ -54,3 +55,19 @@ def test_a_message_is_due_once_the_last_send_is_older_than_the_cutoff():
     assert taken == sorted([never_sent.id, sent_long_ago.id])
     assert not Run.objects.filter(claims.message_due(cutoff)).exists()
     assert Run.objects.get(id=just_sent.id).queued_at == now
+
+
+def test_the_reconciler_sends_each_due_row_once_per_lease_after_commit():
+    now = timezone.now()
+    lost = _run(status=RunStatus.QUEUED, queued_at=now - 2 * claims.lease())
+    _run(status=RunStatus.QUEUED, queued_at=now)  # its message may still be queued
+    sent = []
+    requeue = {"runs": claims.Requeue(Run.objects.filter(status=RunStatus.QUEUED), sent.append)}
+    # The test's transaction never commits: run what its commit would.
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert claims.reconcile(requeue, now=now) == {"runs": [lost.id]}
+        assert sent == []  # not before the stamp is committed
+    assert sent == [lost.id]
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert claims.reconcile(requeue, now=now + claims.lease() / 2) == {"runs": []}
+    assert sent == [lost.id]

@@ -437,3 +437,37 @@ def test_append_and_get_take_a_fixed_number_of_statements(django_assert_num_quer
         got = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
     assert [e.content.parts[0].text for e in got.events] == ["turn 0", "turn 1", "turn 2"]
     assert got.state == {"k": 2}
+
+
+@pytest.mark.django_db
+def test_listed_and_fetched_sessions_are_the_sessions_adk_would_validate():
+    """Sessions are built without pydantic's validation (a listing's cost); each must
+    still be the model ADK's own constructor gives, field by field, set fields and
+    revision included, with a state of its own."""
+    from google.adk.sessions.session import Session
+
+    for sid in ("s1", "s2"):
+        sessions.create_session(
+            app_name=APP,
+            user_id=ALICE,
+            session_id=sid,
+            state={"k": sid, "app:tier": "gold", "user:lang": "pt"},
+        )
+    sessions.append_event(
+        sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1"), event(delta={"n": 1})
+    )
+    got = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    listed = sessions.list_sessions(app_name=APP).sessions
+    for built in [got, *listed]:
+        row = AgentSession.objects.get(app_name=APP, user_id=ALICE, session_id=built.id)
+        valid = Session(**{name: getattr(built, name) for name in Session.model_fields})
+        valid._storage_update_marker = str(row.revision)
+        assert built == valid  # fields, extra and private slots (the revision)
+        assert built.model_dump() == valid.model_dump()
+        assert built.__pydantic_fields_set__ == set(Session.model_fields)
+    assert [s.state for s in listed] == [
+        {"k": "s1", "n": 1, "app:tier": "gold", "user:lang": "pt"},
+        {"k": "s2", "app:tier": "gold", "user:lang": "pt"},
+    ][:: 1 if listed[0].id == "s1" else -1]
+    listed[0].state["k"] = "changed"
+    assert listed[1].state["k"] != "changed"

@@ -48,3 +48,19 @@ def test_a_known_app_and_every_app_still_run():
         "enforce", "--app", "pharmacy", "--user", "alice"
     )
     assert Run.objects.count() == 2
+
+
+def test_a_dry_run_says_what_it_would_do_and_async_only_queues():
+    make_record("pharmacy", "alice")
+    out = command("enforce", "--app", "pharmacy", "--dry-run")
+    run = Run.objects.latest("id")
+    assert f"Run #{run.id}: done." in out
+    assert f"Would evict 0 record(s). Apply with: manage.py sweep --apply {run.id}" in out
+    out = command("sweep", "--dry-run")
+    run = Run.objects.latest("id")
+    assert "Would retire 0 session(s) and evict 0 record(s). " in out
+    assert f"Apply with: manage.py sweep --apply {run.id}" in out
+
+    out = command("sweep", "--async")  # its message goes once committed: never, here
+    run = Run.objects.latest("id")
+    assert out.strip() == f"Queued run #{run.id}." and run.status == "queued"

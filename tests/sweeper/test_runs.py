@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connections
+from django.test import TestCase
 from django.utils import timezone
 
 from records.models import RetiredSession
@@ -108,6 +109,13 @@ def test_schedule_slots_make_a_second_beat_a_no_op():
     assert Run.objects.filter(kind=RunKind.ENFORCE).count() == 1
 
 
+def reconcile(**kwargs) -> dict:
+    """``tasks.reconcile``, its messages sent: they go once its transaction commits, and
+    a test's transaction never does, so run what the commit would."""
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return tasks.reconcile(**kwargs)
+
+
 def test_reconcile_finds_lost_messages_and_dead_workers(settings):
     from memadmin.celery import app
 
@@ -115,7 +123,7 @@ def test_reconcile_finds_lost_messages_and_dead_workers(settings):
     Run.objects.filter(id=lost.id).update(created_at=timezone.now() - timedelta(hours=1))
     app.conf.task_always_eager = True  # run the re-queued tasks here
     try:
-        result = tasks.reconcile()
+        result = reconcile()
     finally:
         app.conf.task_always_eager = False
     assert result["runs"] == [lost.id]
@@ -172,7 +180,7 @@ def test_with_no_worker_the_reconciler_resends_each_item_once_per_stale_period(b
     runs.claim_item(ids[0], now=sent_at)  # a worker took this one, then died
     passes = passes_every_two_minutes(sent_at, minutes=20)
     for now in passes:
-        tasks.reconcile(now=now)
+        reconcile(now=now)
     expected = sends_expected(sent_at, passes)
     assert expected == 3  # 20 minutes, 5-minute stale time: not one per pass (10)
     assert broker(tasks.run_item) == {item_id: expected for item_id in ids}
@@ -186,7 +194,7 @@ def test_items_queued_behind_others_of_a_progressing_run_are_not_resent(broker):
     later = start + timedelta(hours=1)
     # other items of the run keep completing (each renews the run's heartbeat)
     Run.objects.filter(id=run.id).update(heartbeat_at=later - timedelta(seconds=5))
-    assert tasks.reconcile(now=later)["items"] == []
+    assert reconcile(now=later)["items"] == []
     assert broker(tasks.run_item) == {}
 
 
@@ -197,7 +205,7 @@ def test_a_queued_run_whose_message_was_lost_is_resent_once_per_stale_period(bro
     )  # its message is sent after commit: never, here
     passes = passes_every_two_minutes(created, minutes=20)
     for now in passes:
-        tasks.reconcile(now=now)
+        reconcile(now=now)
     assert broker(tasks.execute_run) == {run.id: sends_expected(created, passes)}
 
 
@@ -233,7 +241,7 @@ def killed_then_finished(run):
         for item_id in ids:
             tasks.run_item(item_id)
     assert Run.objects.get(id=run.id).status == RunStatus.RUNNING
-    for item_id in tasks.reconcile()["items"]:
+    for item_id in reconcile()["items"]:
         tasks.run_item(item_id)
     return Run.objects.get(id=run.id)
 

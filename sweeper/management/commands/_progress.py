@@ -1,4 +1,12 @@
-"""A small text progress bar for long runs in management commands."""
+"""Long runs in management commands: queued for the workers, or run here with a small
+text progress bar."""
+
+from collections.abc import Callable
+
+from django.core.management.base import CommandError
+
+from sweeper.models import Run
+from sweeper.tasks import run_inline
 
 
 def progress_printer(stdout, width: int = 30):
@@ -12,3 +20,18 @@ def progress_printer(stdout, width: int = 30):
             stdout.write("")
 
     return show
+
+
+def queue_or_run(stdout, run: Run, *, background: bool, would: Callable[[Run], str]) -> None:
+    """Say that ``run`` is queued (``background``: its message is sent), or run it here
+    with a progress bar and print its result, with ``would(run)`` for a dry-run. A
+    failed run fails the command."""
+    if background:
+        stdout.write(f"Queued run #{run.id}.")
+        return
+    run = run_inline(run, progress_printer(stdout))
+    stdout.write(f"\nRun #{run.id}: {run.status}. {run.stats}")
+    if run.dry_run:
+        stdout.write(would(run))
+    if run.error:
+        raise CommandError(run.error)

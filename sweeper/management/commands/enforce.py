@@ -5,9 +5,9 @@ from records import store
 from records.selectors.apps import UnknownApp, is_known_app
 from sweeper import runs
 from sweeper.models import PlanEntry, RunKind
-from sweeper.tasks import execute_run, run_inline
+from sweeper.tasks import execute_run
 
-from ._progress import progress_printer
+from ._progress import queue_or_run
 from .sweep import parse_as_of
 
 
@@ -46,15 +46,9 @@ class Command(BaseCommand):
             dry_run=dry_run,
             enqueue=execute_run.delay if background else None,
         )
-        if background:
-            self.stdout.write(f"Queued run #{run.id}.")
-            return
-        run = run_inline(run, progress_printer(self.stdout))
-        self.stdout.write(f"\nRun #{run.id}: {run.status}. {run.stats}")
-        if run.dry_run:
-            n = PlanEntry.objects.filter(run=run).count()
-            self.stdout.write(
-                f"Would evict {n} record(s). Apply with: manage.py sweep --apply {run.id}"
-            )
-        if run.error:
-            raise CommandError(run.error)
+        queue_or_run(self.stdout, run, background=background, would=would_evict)
+
+
+def would_evict(run) -> str:
+    n = PlanEntry.objects.filter(run=run).count()
+    return f"Would evict {n} record(s). Apply with: manage.py sweep --apply {run.id}"

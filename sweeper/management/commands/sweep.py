@@ -8,9 +8,9 @@ from records.selectors.apps import UnknownApp
 from sweeper import plans, runs
 from sweeper.forms import LONGEST_PREVIEW
 from sweeper.models import PlanEntry, Run, RunKind
-from sweeper.tasks import execute_run, run_inline
+from sweeper.tasks import execute_run
 
-from ._progress import progress_printer
+from ._progress import queue_or_run
 
 
 def parse_as_of(value: str | None) -> datetime | None:
@@ -85,17 +85,13 @@ class Command(BaseCommand):
                 )
             except UnknownApp as exc:
                 raise CommandError(str(exc)) from exc
-        if background:
-            self.stdout.write(f"Queued run #{run.id}.")
-            return
-        run = run_inline(run, progress_printer(self.stdout))
-        self.stdout.write(f"\nRun #{run.id}: {run.status}. {run.stats}")
-        if run.dry_run:
-            sessions = PlanEntry.objects.filter(run=run, kind="session").count()
-            records = PlanEntry.objects.filter(run=run, kind="record").count()
-            self.stdout.write(
-                f"Would retire {sessions} session(s) and evict {records} record(s). "
-                f"Apply with: manage.py sweep --apply {run.id}"
-            )
-        if run.error:
-            raise CommandError(run.error)
+        queue_or_run(self.stdout, run, background=background, would=would_retire)
+
+
+def would_retire(run) -> str:
+    sessions = PlanEntry.objects.filter(run=run, kind="session").count()
+    records = PlanEntry.objects.filter(run=run, kind="record").count()
+    return (
+        f"Would retire {sessions} session(s) and evict {records} record(s). "
+        f"Apply with: manage.py sweep --apply {run.id}"
+    )
