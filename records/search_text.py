@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -259,8 +259,31 @@ class Candidate(NamedTuple):
 
 def term_counts(tokens: str, terms: Sequence[QueryTerm]) -> tuple[int, ...]:
     """How often ``tokens`` (index_tokens of a record) holds each term."""
-    split = tokens.split(" ")
-    return tuple(split.count(t.token) for t in terms)
+    return term_counter(terms)(tokens)
+
+
+def term_counter(terms: Sequence[QueryTerm]) -> Callable[[str], tuple[int, ...]]:
+    """``term_counts`` for one query's terms, prepared once for all its candidates.
+
+    A candidate holds few of the query's terms: the set of those it holds is found in
+    one pass (a set intersection), and only those are counted.
+    """
+    tokens_of_terms = [t.token for t in terms]
+    position = {token: i for i, token in enumerate(tokens_of_terms)}
+    zeros = (0,) * len(tokens_of_terms)
+    held_of = frozenset(tokens_of_terms).intersection
+
+    def counts(tokens: str) -> tuple[int, ...]:
+        split = tokens.split(" ")
+        held = held_of(split)
+        if not held:
+            return zeros
+        out = list(zeros)
+        for token in held:
+            out[position[token]] = split.count(token)
+        return tuple(out)
+
+    return counts
 
 
 @dataclass(frozen=True)
@@ -279,11 +302,8 @@ def bm25_scores(
     Every record holding a query token is a candidate, so the counts are exact for the
     user's scope. Each layer's weight multiplies its term's contribution.
     """
-    df = [0] * len(terms)
-    for c in candidates:
-        for i, f in enumerate(c.counts):
-            if f:
-                df[i] += 1
+    columns = list(zip(*(c.counts for c in candidates), strict=True))  # one per term
+    df = [len(col) - col.count(0) for col in columns] if candidates else [0] * len(terms)
     n = max(scope.records, len(candidates))
     idf = [
         t.weight * math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in zip(terms, df, strict=True)
@@ -291,11 +311,18 @@ def bm25_scores(
     mean = scope.mean_length if scope.mean_length > 0 else 1.0
     k1 = BM25_K1
     scores = {}
+    # A score depends only on the counts and the length: candidates sharing both (most
+    # of them, in a large candidate set) share one computation.
+    by_shape: dict[tuple[tuple[int, ...], int], float] = {}
     for c in candidates:
-        norm = k1 * (1 - BM25_B + BM25_B * max(c.length, 1) / mean)
-        scores[c.id] = sum(
-            w * f * (k1 + 1) / (f + norm) for w, f in zip(idf, c.counts, strict=True) if f
-        )
+        shape = (tuple(c.counts), c.length)
+        score = by_shape.get(shape)
+        if score is None:
+            norm = k1 * (1 - BM25_B + BM25_B * max(c.length, 1) / mean)
+            score = by_shape[shape] = sum(
+                w * f * (k1 + 1) / (f + norm) for w, f in zip(idf, c.counts, strict=True) if f
+            )
+        scores[c.id] = score
     return scores
 
 
@@ -309,14 +336,15 @@ def rank(
     within a band newer records (``written_at``) come first, then higher ids.
     """
     scores = bm25_scores(terms, candidates, scope)
-    live = [c for c in candidates if c.live and scores[c.id] > 0]
-    live.sort(key=lambda c: (-round(scores[c.id], 9), -c.written_at, -c.id))
+    rounded = {c.id: round(scores[c.id], 9) for c in candidates if c.live and scores[c.id] > 0}
+    live = [c for c in candidates if c.id in rounded]
+    live.sort(key=lambda c: (-rounded[c.id], -c.written_at, -c.id))
     out: list[int] = []
     i = 0
     while i < len(live) and len(out) < limit:
-        floor = round(scores[live[i].id], 9) * (1 - TIE_BAND)
+        floor = rounded[live[i].id] * (1 - TIE_BAND)
         j = i
-        while j < len(live) and round(scores[live[j].id], 9) >= floor:
+        while j < len(live) and rounded[live[j].id] >= floor:
             j += 1
         band = sorted(live[i:j], key=lambda c: (-c.written_at, -c.id))
         out.extend(c.id for c in band)

@@ -140,20 +140,25 @@ def _buffer(client, app_name, user_id, ids, now, history=None, counts=None) -> b
     """One transaction on Redis; False (logged, backing off) when Redis failed."""
     global _redis_down_until
     keys = user_keys(app_name, user_id)
+    counted = [
+        (SEP.join((now.date().isoformat(), app_name, name)), by)
+        for name, by in (counts or {}).items()
+        if by
+    ]
     try:
-        pipe = client.pipeline(transaction=True)
-        for record_id in ids:
-            pipe.hincrby(keys["hits"], record_id, 1)
-        if ids:
-            stamp = now.timestamp()
-            pipe.zadd(keys["time"], dict.fromkeys((str(i) for i in ids), stamp), gt=True)
-        if history is not None:
-            pipe.rpush(keys["log"], history)
-        for name, by in (counts or {}).items():
-            if by:
-                pipe.hincrby(COUNTERS, SEP.join((now.date().isoformat(), app_name, name)), by)
-        pipe.sadd(PENDING, member(app_name, user_id))
-        pipe.execute()
+        _buffer_script(client)(
+            keys=[keys["hits"], keys["time"], keys["log"], COUNTERS, PENDING],
+            args=[
+                now.timestamp(),
+                member(app_name, user_id),
+                "" if history is None else history,
+                int(history is not None),
+                len(ids),
+                *ids,
+                len(counted),
+                *(x for pair in counted for x in pair),
+            ],
+        )
     except Exception as exc:  # Redis down or slow: the search must still answer
         _redis_down_until = time.monotonic() + BACKOFF_SECONDS
         log.warning(
@@ -162,6 +167,30 @@ def _buffer(client, app_name, user_id, ids, now, history=None, counts=None) -> b
         return False
     _redis_down_until = 0.0
     return True
+
+
+# A search's touches, history entry and counters as one command (a script runs
+# atomically, as MULTI/EXEC did): one short request and one reply instead of 15 commands
+# packed and 15 replies parsed per search.
+_BUFFER = """
+local stamp, n = ARGV[1], tonumber(ARGV[5])
+for i = 6, 5 + n do
+  redis.call('HINCRBY', KEYS[1], ARGV[i], 1)
+  redis.call('ZADD', KEYS[2], 'GT', stamp, ARGV[i])
+end
+if ARGV[4] == '1' then redis.call('RPUSH', KEYS[3], ARGV[3]) end
+local at = 6 + n
+for i = at + 1, at + 2 * tonumber(ARGV[at]), 2 do
+  redis.call('HINCRBY', KEYS[4], ARGV[i], ARGV[i + 1])
+end
+redis.call('SADD', KEYS[5], ARGV[2])
+return n
+"""
+
+
+@cache
+def _buffer_script(client):
+    return client.register_script(_BUFFER)
 
 
 def apply_touches(hits: dict[int, int], last: dict[int, datetime]) -> int:

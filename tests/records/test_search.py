@@ -132,6 +132,33 @@ def test_returned_records_are_whole_and_equal_to_the_stored_rows(memory):
     assert found.entry_timestamp == NOW - timedelta(days=100)
 
 
+@pytest.mark.parametrize("query", ["Zurich", "allergy"])
+def test_returned_records_are_whole_with_few_candidates_and_with_many(memory, query):
+    """A few candidates bring their whole rows in the ranked statement (PostgreSQL); many
+    (the 300 allergy records) are read by id after ranking. Both return the stored rows."""
+    found = search.search(APP, USER, query, NOW)
+    assert found
+    stored = MemoryRecord.objects.in_bulk([r.id for r in found])
+    fields = [f.attname for f in MemoryRecord._meta.concrete_fields]
+    for record in found:
+        assert [getattr(record, f) for f in fields] == [
+            getattr(stored[record.id], f) for f in fields
+        ]
+
+
+def test_search_leaves_the_planner_settings_of_the_transaction_alone(memory):
+    """The search turns sequential scans off for its own statement only (PostgreSQL)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a PostgreSQL planner setting")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = on")  # inside the test's transaction
+        assert ids("Zurich")
+        cursor.execute("SHOW enable_seqscan")
+        assert cursor.fetchone() == ("on",)
+
+
 def test_a_reply_is_found_through_the_question_before_it(memory):
     from records.memory_service import add_session
 

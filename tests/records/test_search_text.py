@@ -167,3 +167,23 @@ def test_a_records_own_word_outranks_the_same_word_in_anothers_context():
     scores = st.bm25_scores(terms, candidates, Scope(records=100, mean_length=10))
     assert scores[1] > scores[2] > 0
     assert st.rank(terms, candidates, Scope(records=100, mean_length=10), 10) == [1, 2]
+
+
+def test_term_counts_count_every_occurrence_of_each_term_and_zero_for_the_rest():
+    terms = st.query_terms("allergies kiwi zebra")
+    tokens = st.index_tokens("allergy allergies allergic, kiwi kiwi kiwi")
+    expected = tuple(tokens.split(" ").count(t.token) for t in terms)
+    assert st.term_counts(tokens, terms) == expected
+    assert expected[[t.token for t in terms].index("kiwi")] == 3
+    assert st.term_counts("unrelated ~unrel", terms) == (0,) * len(terms)
+
+
+def test_candidates_with_the_same_counts_and_length_score_the_same_as_alone():
+    terms = st.query_terms("kiwi allergy")
+    same = [_candidate(i, "kiwi allergy noted", terms) for i in range(3)]
+    other = _candidate(9, "allergy", terms, length=4)
+    scope = Scope(records=20, mean_length=10.0)
+    scores = st.bm25_scores(terms, [*same, other], scope)
+    assert scores[0] == scores[1] == scores[2] != scores[9]
+    alone = st.bm25_scores(terms, [same[0], other], Scope(records=20, mean_length=10.0))
+    assert alone[9] != scores[9]  # document frequencies still count every candidate
