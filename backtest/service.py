@@ -25,7 +25,8 @@ from .replay import (
     DayStats,
     Schedule,
     explained,
-    replay_user,
+    prepare,
+    replay_prepared,
     window_days,
 )
 
@@ -224,11 +225,12 @@ def replay(
         history.user_histories(app_name, users, start, since, now), start=1
     ):
         records = explained(records, searches, real)
-        ran = replay_user(records, searches, real, start, end)
+        prepared = prepare(records, searches, start, end)  # shared by every replay below
+        ran = replay_prepared(prepared, real)
         for total, day in zip(current, ran.days, strict=True):
             total.add(day)
         for schedule, totals in zip(proposed, tried, strict=True):
-            result = replay_user(records, searches, schedule, start, end)
+            result = replay_prepared(prepared, schedule)
             for total, day in zip(totals, result.days, strict=True):
                 total.add(day)
         really = {
