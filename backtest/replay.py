@@ -203,13 +203,8 @@ def replay_prepared(prep: Prepared, schedule: Schedule) -> UserResult:
     start, end, touches = prep.start, prep.end, prep.touches
     live = Live()
     at_start = schedule.at(start)
-    for state, r, later, before in prep.initial:
-        if state is None:  # as _state_at: its last access depends on the fresh start
-            last = pure.fresh_last_accessed(r.created_at, schedule.at(r.created_at))
-            if before is not None and before > last:
-                last = before
-            state = _record(r, last, max(0, r.hits - later))
-        live.add(state, start, at_start)
+    for entry in prep.initial:
+        live.add(_initial_state(entry, schedule), start, at_start)
     writes, removals, enforce_at, by_moment = (
         prep.writes,
         prep.removals,
@@ -342,6 +337,17 @@ def _state_at(
         slot=r.slot,
         stated_at=r.stated_at,
     )
+
+
+def _initial_state(entry, schedule: Schedule) -> pure.Record:
+    """``_state_at(r, start, touches, schedule)`` from what ``prepare`` kept of it."""
+    state, r, later, before = entry
+    if state is not None:
+        return state
+    last = pure.fresh_last_accessed(r.created_at, schedule.at(r.created_at))
+    if before is not None and before > last:
+        last = before
+    return _record(r, last, max(0, r.hits - later))
 
 
 def _record(r: RecordHistory, last_accessed_at: datetime, hits: int) -> pure.Record:
