@@ -261,6 +261,43 @@ def replay_prepared(prep: Prepared, schedule: Schedule) -> UserResult:
     return result
 
 
+@dataclass
+class UserFigures:
+    """One user's replays: per-day figures of the policy that ran and of each candidate,
+    and the exactness counts of the policy that ran (no record id leaves the replay)."""
+
+    current: list[DayStats]
+    candidates: list[list[DayStats]]
+    real: int  # policy evictions in the window, really
+    reproduced: int
+    extra: int
+
+
+def replay_histories(
+    records: Sequence[RecordHistory],
+    searches: Sequence[Search],
+    real: Schedule,
+    proposed: Sequence[Schedule],
+    start: datetime,
+    end: datetime,
+) -> UserFigures:
+    """One user's history prepared once and replayed under the policy that ran and each
+    proposed schedule."""
+    records = explained(records, searches, real)
+    prepared = prepare(records, searches, start, end)
+    ran = replay_prepared(prepared, real)
+    tried = [replay_prepared(prepared, schedule).days for schedule in proposed]
+    really = {
+        r.id
+        for r in records
+        if r.removed_reason in POLICY_REASONS
+        and r.removed_at is not None
+        and start <= r.removed_at < end
+    }
+    evicted = set(ran.evicted)
+    return UserFigures(ran.days, tried, len(really), len(really & evicted), len(evicted - really))
+
+
 def explained(
     records: Sequence[RecordHistory], searches: Sequence[Search], real: Schedule
 ) -> list[RecordHistory]:

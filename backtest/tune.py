@@ -113,11 +113,12 @@ def tune(
     now: datetime,
     *,
     progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
 ) -> Tuning:
     start, end = service.check_window(app_name, days, now)
     candidates = space(app_name)
     replayed = service.replay(
-        app_name, start, end, now, [c for _, c in candidates], progress=progress
+        app_name, start, end, now, [c for _, c in candidates], progress=progress, workers=workers
     )
     current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
     base = current.snapshot()

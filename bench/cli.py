@@ -94,6 +94,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "searches_per_day": 2,
             "evictions": 20,
             "tune": True,
+            "workers": 2,  # processes replaying users (backtest.parallel)
         },
         "tuning": {
             "budgets": [10],
@@ -162,6 +163,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "searches_per_day": 2,
             "evictions": 100,
             "tune": True,
+            "workers": 2,  # processes replaying users (backtest.parallel)
         },
         "tuning": {
             "budgets": [100, 200],
