@@ -33,3 +33,9 @@ class BacktestForm(forms.Form):
         except service.BacktestError as exc:
             self.add_error("values", str(exc))
             return None
+
+
+class TuneForm(forms.Form):
+    """The window to tune over; the space searched is fixed (``backtest.tune``)."""
+
+    days = forms.IntegerField(min_value=1, initial=30, label="Days back")

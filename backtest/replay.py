@@ -123,11 +123,38 @@ def replay_user(
 ) -> UserResult:
     """Replay [start, end) for one user; ``searches`` may reach back before ``start``
     (they rebuild the state at the start) and past ``end`` (they are not replayed)."""
+    return replay_prepared(prepare(records, searches, start, end), schedule)
+
+
+@dataclass
+class Prepared:
+    """One user's history arranged for replay: everything no policy changes, built once
+    and replayed under any number of schedules (the tuner replays ~90)."""
+
+    start: datetime
+    end: datetime
+    touches: dict[int, list[datetime]]
+    # Written before the window, live at its start: (its state at the start if no
+    # policy changes it, else None; the record; touches after the start; the last touch
+    # before it).
+    initial: list[tuple[pure.Record | None, RecordHistory, int, datetime | None]]
+    writes: dict[datetime, list[RecordHistory]]
+    removals: dict[datetime, list[RecordHistory]]
+    enforce_at: frozenset[datetime]
+    # Each search in the window with the ids of the records really evicted before it
+    # whose term hashes match its terms (the regret check's candidates).
+    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...]]]]
+    moments: list[datetime]
+
+
+def prepare(
+    records: Sequence[RecordHistory], searches: Sequence[Search], start: datetime, end: datetime
+) -> Prepared:
     touches: dict[int, list[datetime]] = defaultdict(list)
     for s in searches:
         for i in s.record_ids:
             touches[i].append(s.at)
-    live = Live()
+    initial: list[tuple[pure.Record | None, RecordHistory, int, datetime | None]] = []
     writes: dict[datetime, list[RecordHistory]] = defaultdict(list)
     removals: dict[datetime, list[RecordHistory]] = defaultdict(list)
     enforce_at: set[datetime] = set()
@@ -137,8 +164,12 @@ def replay_user(
         if r.created_at >= end:
             continue
         if r.created_at < start:
-            state = _state_at(r, start, touches.get(r.id, ()), schedule)
-            live.add(state, start, schedule.at(start))
+            touched = touches.get(r.id, ())
+            later = sum(1 for at in touched if start < at <= r.known_at)
+            before = max((at for at in touched if at <= start), default=None)
+            fixed = r.last_accessed_at <= start or not later
+            state = _record(r, r.last_accessed_at, max(0, r.hits - later)) if fixed else None
+            initial.append((state, r, later, before))
         else:
             writes[r.created_at].append(r)
             if not r.as_it_stands:
@@ -148,10 +179,6 @@ def replay_user(
                 enforce_at.add(r.removed_at)
             else:
                 removals[r.removed_at].append(r)
-    in_window = [s for s in searches if start <= s.at < end]
-    by_moment: dict[datetime, list[Search]] = defaultdict(list)
-    for s in in_window:
-        by_moment[s.at].append(s)
     # Records really evicted by a policy, with their term hashes: what searches can regret.
     regrettable = sorted(
         (
@@ -161,12 +188,35 @@ def replay_user(
         ),
         key=lambda r: r.removed_at,
     )
+    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...]]]] = defaultdict(list)
+    for s in searches:
+        if start <= s.at < end:
+            by_moment[s.at].append((s, tuple(r.id for r in _matching(regrettable, s))))
+    moments = sorted(set(writes) | set(removals) | enforce_at | set(by_moment))
+    return Prepared(
+        start, end, touches, initial, writes, removals, frozenset(enforce_at), by_moment, moments
+    )
+
+
+def replay_prepared(prep: Prepared, schedule: Schedule) -> UserResult:
+    """``replay_user`` of a prepared history under ``schedule``."""
+    start, end, touches = prep.start, prep.end, prep.touches
+    live = Live()
+    at_start = schedule.at(start)
+    for entry in prep.initial:
+        live.add(_initial_state(entry, schedule), start, at_start)
+    writes, removals, enforce_at, by_moment = (
+        prep.writes,
+        prep.removals,
+        prep.enforce_at,
+        prep.by_moment,
+    )
     n_days = window_days(start, end)
     days = [DayStats() for _ in range(n_days)]
     result = UserResult(days)
+    evicted = result.evicted
     evicted_reason: dict[int, str] = {}
     next_day = 0
-    moments = sorted(set(writes) | set(removals) | enforce_at | set(by_moment))
 
     def close_days_until(moment: datetime) -> None:
         nonlocal next_day
@@ -174,7 +224,7 @@ def replay_user(
             days[next_day].records, days[next_day].tokens = len(live), live.tokens
             next_day += 1
 
-    for t in moments:
+    for t in prep.moments:
         close_days_until(t)
         day = days[min((t - start) // ONE_DAY, n_days - 1)]
         for r in removals.get(t, ()):
@@ -188,17 +238,17 @@ def replay_user(
         if t in enforce_at:
             for v in live.victims(t, params):
                 live.remove(v.id)
-                result.evicted[v.id] = t
+                evicted[v.id] = t
                 evicted_reason[v.id] = v.reason
                 day.evictions += 1
-        for s in by_moment.get(t, ()):
+        for s, matched in by_moment.get(t, ()):
             day.searches += 1
-            lost = any(i in result.evicted for i in s.record_ids)
+            lost = any(i in evicted for i in s.record_ids)
             matched_gone = saved = False
-            for r in _matching(regrettable, s):
-                if r.id in live:
+            for i in matched:
+                if i in live:
                     saved = True
-                elif evicted_reason.get(r.id) in REGRET_REASONS:
+                elif evicted_reason.get(i) in REGRET_REASONS:
                     matched_gone = True
             day.lost += lost
             day.saved += saved
@@ -209,6 +259,43 @@ def replay_user(
                     live.replace(_touched(r, t))
     close_days_until(end)
     return result
+
+
+@dataclass
+class UserFigures:
+    """One user's replays: per-day figures of the policy that ran and of each candidate,
+    and the exactness counts of the policy that ran (no record id leaves the replay)."""
+
+    current: list[DayStats]
+    candidates: list[list[DayStats]]
+    real: int  # policy evictions in the window, really
+    reproduced: int
+    extra: int
+
+
+def replay_histories(
+    records: Sequence[RecordHistory],
+    searches: Sequence[Search],
+    real: Schedule,
+    proposed: Sequence[Schedule],
+    start: datetime,
+    end: datetime,
+) -> UserFigures:
+    """One user's history prepared once and replayed under the policy that ran and each
+    proposed schedule."""
+    records = explained(records, searches, real)
+    prepared = prepare(records, searches, start, end)
+    ran = replay_prepared(prepared, real)
+    tried = [replay_prepared(prepared, schedule).days for schedule in proposed]
+    really = {
+        r.id
+        for r in records
+        if r.removed_reason in POLICY_REASONS
+        and r.removed_at is not None
+        and start <= r.removed_at < end
+    }
+    evicted = set(ran.evicted)
+    return UserFigures(ran.days, tried, len(really), len(really & evicted), len(evicted - really))
 
 
 def explained(
@@ -289,16 +376,44 @@ def _state_at(
     )
 
 
-def _touched(r: pure.Record, t: datetime) -> pure.Record:
+def _initial_state(entry, schedule: Schedule) -> pure.Record:
+    """``_state_at(r, start, touches, schedule)`` from what ``prepare`` kept of it."""
+    state, r, later, before = entry
+    if state is not None:
+        return state
+    last = pure.fresh_last_accessed(r.created_at, schedule.at(r.created_at))
+    if before is not None and before > last:
+        last = before
+    return _record(r, last, max(0, r.hits - later))
+
+
+def _record(r: RecordHistory, last_accessed_at: datetime, hits: int) -> pure.Record:
     return pure.Record(
-        id=r.id,
-        created_at=r.created_at,
-        last_accessed_at=max(r.last_accessed_at, t),
-        hits=r.hits + 1,
-        importance=r.importance,
-        pinned=r.pinned,
-        tokens=r.tokens,
-        due_at=r.due_at,
-        slot=r.slot,
-        stated_at=r.stated_at,
+        r.id,
+        r.created_at,
+        last_accessed_at,
+        hits,
+        r.importance,
+        r.pinned,
+        r.tokens,
+        r.due_at,
+        r.slot,
+        r.stated_at,
+    )
+
+
+def _touched(r: pure.Record, t: datetime) -> pure.Record:
+    # Positional, in pure.Record's field order: called once per touch per replay.
+    last = r.last_accessed_at
+    return pure.Record(
+        r.id,
+        r.created_at,
+        t if t > last else last,
+        r.hits + 1,
+        r.importance,
+        r.pinned,
+        r.tokens,
+        r.due_at,
+        r.slot,
+        r.stated_at,
     )

@@ -7,7 +7,7 @@ must evict what really was evicted: ``Report.exact`` says whether it did.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 
@@ -18,16 +18,8 @@ from records import policy as pure
 from records.models import POLICY_FIELDS, Policy, preset_values
 from records.selectors.apps import UnknownApp, check_known_app
 
-from . import history
-from .replay import (
-    ONE_DAY,
-    POLICY_REASONS,
-    DayStats,
-    Schedule,
-    explained,
-    replay_user,
-    window_days,
-)
+from . import history, parallel
+from .replay import ONE_DAY, DayStats, Schedule, window_days
 
 
 class BacktestError(ValueError):
@@ -167,10 +159,11 @@ def run(
     now: datetime,
     *,
     progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
 ) -> Report:
     """Replay the last ``days`` up to ``now`` under the policy that ran and ``candidate``."""
     start, end = check_window(app_name, days, now)
-    replayed = replay(app_name, start, end, now, [candidate], progress=progress)
+    replayed = replay(app_name, start, end, now, [candidate], progress=progress, workers=workers)
     rows = [
         DayRow((start + i * ONE_DAY).date(), cur, cand)
         for i, (cur, cand) in enumerate(zip(replayed.current, replayed.candidates[0], strict=True))
@@ -204,9 +197,11 @@ def replay(
     candidates: Sequence[Policy],
     *,
     progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
 ) -> Replayed:
     """Per-day figures of the policy that ran and of each candidate; each user's history
-    is read once, whatever the number of candidates."""
+    is read and prepared once, whatever the number of candidates. ``workers`` > 1
+    replays the users of each batch on that many processes (``parallel.Replayer``)."""
     proposed = []
     for candidate in candidates:
         try:
@@ -220,30 +215,23 @@ def replay(
     exactness = Exactness()
     users = history.users(app_name, start)
     since = now - access_log.retention()
-    for done, (_user, records, searches, missing) in enumerate(
-        history.user_histories(app_name, users, start, since, now), start=1
-    ):
-        records = explained(records, searches, real)
-        ran = replay_user(records, searches, real, start, end)
-        for total, day in zip(current, ran.days, strict=True):
-            total.add(day)
-        for schedule, totals in zip(proposed, tried, strict=True):
-            result = replay_user(records, searches, schedule, start, end)
-            for total, day in zip(totals, result.days, strict=True):
-                total.add(day)
-        really = {
-            r.id
-            for r in records
-            if r.removed_reason in POLICY_REASONS
-            and r.removed_at is not None
-            and start <= r.removed_at < end
-        }
-        exactness.real += len(really)
-        exactness.reproduced += len(really & set(ran.evicted))
-        exactness.extra += len(set(ran.evicted) - really)
-        exactness.without_metadata += missing
-        if progress is not None:
-            progress(done, len(users))
+    done = 0
+    with parallel.Replayer(real, proposed, start, end, workers) as replayer:
+        for batch in _batches(history.user_histories(app_name, users, start, since, now)):
+            figures = replayer.map([(records, searches) for _u, records, searches, _m in batch])
+            for (_user, _records, _searches, missing), user in zip(batch, figures, strict=True):
+                for total, day in zip(current, user.current, strict=True):
+                    total.add(day)
+                for totals, days in zip(tried, user.candidates, strict=True):
+                    for total, day in zip(totals, days, strict=True):
+                        total.add(day)
+                exactness.real += user.real
+                exactness.reproduced += user.reproduced
+                exactness.extra += user.extra
+                exactness.without_metadata += missing
+                done += 1
+                if progress is not None:
+                    progress(done, len(users))
     return Replayed(current, tried, exactness, len(users), changes)
 
 
@@ -256,3 +244,15 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
             raise BacktestError(f"--set takes field=value, not {pair!r}.")
         out[name.strip()] = value.strip()
     return out
+
+
+def _batches(items: Iterator, size: int = history.USER_BATCH) -> Iterator[list]:
+    """``items`` in lists of ``size``: what one read of the history holds at a time."""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -26,3 +26,9 @@ def prune_access_history() -> int:
 def run_backtest(run_id: int) -> str:
     """Run a queued backtest (``backtest.runs.start``) and keep its report."""
     return runs.execute(run_id)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_tune(run_id: int) -> str:
+    """Run a queued tuning (``backtest.runs.start_tune``) and keep its best candidates."""
+    return runs.execute_tune(run_id)

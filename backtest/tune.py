@@ -11,7 +11,7 @@ Nothing is applied: a person applies one through the normal policy change.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from records.models import Policy
@@ -47,6 +47,34 @@ class Tuning:
     tried: int
     best: list[Candidate]
     exact: bool
+
+    def as_json(self) -> dict:
+        """Per-app totals only: no user id, no record content."""
+        return {
+            "app": self.app_name,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "tried": self.tried,
+            "exact": self.exact,
+            "current": {
+                **asdict(self.current),
+                "mean_records": self.current_mean_records,
+                "mean_tokens": self.current_mean_tokens,
+            },
+            "best": [
+                {
+                    "label": c.label,
+                    "values": c.policy.snapshot(),
+                    "changes": [[f, old, new] for f, (old, new) in c.changes.items()],
+                    "totals": asdict(c.totals),
+                    "mean_records": c.mean_records,
+                    "mean_tokens": c.mean_tokens,
+                    "regret_change": c.totals.regret - self.current.regret,
+                    "evictions_change": c.totals.evictions - self.current.evictions,
+                }
+                for c in self.best
+            ],
+        }
 
 
 def simplex(step: float = WEIGHT_STEP) -> list[tuple[float, float, float]]:
@@ -85,11 +113,12 @@ def tune(
     now: datetime,
     *,
     progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
 ) -> Tuning:
     start, end = service.check_window(app_name, days, now)
     candidates = space(app_name)
     replayed = service.replay(
-        app_name, start, end, now, [c for _, c in candidates], progress=progress
+        app_name, start, end, now, [c for _, c in candidates], progress=progress, workers=workers
     )
     current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
     base = current.snapshot()

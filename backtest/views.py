@@ -1,4 +1,5 @@
-"""The Policies page's backtest: start one (ops), watch its progress, read its report."""
+"""The Policies page's backtest and tuning: start one (ops), watch its progress, read
+its report. Applying a tuned candidate is the Policies page's own change (records)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from memadmin.roles import OPS, check_role, viewer_required
+from memadmin.roles import OPS, check_role, has_role, viewer_required
 from records.selectors.apps import is_known_app
 
 from . import charts, runs, service, tasks
-from .forms import BacktestForm
-from .models import BacktestRun
+from .forms import BacktestForm, TuneForm
+from .models import BacktestRun, TuneRun
 
 RUN_TEMPLATE = "backtest/run.html"
+TUNE_TEMPLATE = "backtest/tune.html"
 
 
 @require_POST
@@ -51,4 +53,36 @@ def run(request, pk):
         "chart": charts.current_vs_candidate(report) if report else None,
     }
     name = f"{RUN_TEMPLATE}#run-main" if request.htmx else RUN_TEMPLATE
+    return render(request, name, context)
+
+
+@require_POST
+@viewer_required
+def tune_start(request, app):
+    check_role(request, OPS)
+    if not is_known_app(app):
+        return render(request, "backtest/tune_start.html", {"app": app, "form": None}, status=404)
+    form = TuneForm(request.POST)
+    if form.is_valid():
+        try:
+            run = runs.start_tune(
+                request.user, app, form.cleaned_data["days"], enqueue=tasks.run_tune.delay
+            )
+        except service.BacktestError as exc:
+            form.add_error("days", str(exc))
+        else:
+            return redirect(reverse("backtest:tune_run", args=[run.pk]))
+    return render(request, "backtest/tune_start.html", {"app": app, "form": form}, status=422)
+
+
+@require_GET
+@viewer_required
+def tune_run(request, pk):
+    tuning = get_object_or_404(TuneRun, pk=pk)
+    context = {
+        "run": tuning,
+        "result": tuning.result or {},
+        "can_apply": has_role(request.user, OPS),
+    }
+    name = f"{TUNE_TEMPLATE}#tune-main" if request.htmx else TUNE_TEMPLATE
     return render(request, name, context)

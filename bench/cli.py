@@ -94,6 +94,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "searches_per_day": 2,
             "evictions": 20,
             "tune": True,
+            "workers": 1,  # processes replaying users (backtest.parallel; see docs/backtest.md)
         },
         "tuning": {
             "budgets": [10],
@@ -162,6 +163,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "searches_per_day": 2,
             "evictions": 100,
             "tune": True,
+            "workers": 1,  # processes replaying users (backtest.parallel; see docs/backtest.md)
         },
         "tuning": {
             "budgets": [100, 200],

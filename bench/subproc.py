@@ -196,13 +196,15 @@ def backtest(args: dict, pipe=None) -> dict:
     now = timezone.now()
     start = time.perf_counter()
     if args["kind"] == "tune":
-        tuning = tune.tune(args["app"], args["days"], now)
+        tuning = tune.tune(args["app"], args["days"], now, workers=args.get("workers", 1))
         seconds = time.perf_counter() - start
         exact, tried = tuning.exact, tuning.tried
         users = len(history.users(args["app"], tuning.start))
     else:
         candidate = service.candidate_policy(args["app"], preset="article")
-        report = service.run(args["app"], args["days"], candidate, now)
+        report = service.run(
+            args["app"], args["days"], candidate, now, workers=args.get("workers", 1)
+        )
         seconds = time.perf_counter() - start
         exact, users, tried = report.exactness.exact, report.users, 1
     return {

@@ -3,7 +3,7 @@ template and this tag builds its empty form, so records never imports backtest."
 
 from django import template
 
-from ..forms import BacktestForm
+from ..forms import BacktestForm, TuneForm
 
 register = template.Library()
 
@@ -11,3 +11,8 @@ register = template.Library()
 @register.simple_tag
 def backtest_form() -> BacktestForm:
     return BacktestForm()
+
+
+@register.simple_tag
+def tune_form() -> TuneForm:
+    return TuneForm()

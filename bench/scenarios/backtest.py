@@ -14,7 +14,8 @@ The history is generated in PostgreSQL (bulk SQL, as ``bench.load`` writes recor
 
 The history is synthetic: it was not produced by the policy, so the exactness figure is
 printed but not checked here (tests/backtest checks it on histories the services wrote).
-Measured, each in a fresh process (``bench.subproc``) with its peak RSS: ``backtest``
+Measured, each in a fresh process (``bench.subproc``) with its peak RSS (of the
+parent; ``workers`` > 1 replays users on that many forked children as well): ``backtest``
 (``backtest.service.run``: the policy that ran and one candidate, the article preset)
 and, unless the size says not, ``tune`` (``backtest.tune.tune``: the whole space).
 """
@@ -169,11 +170,16 @@ def run(report, size: dict, env: dict) -> None:
         f"{rows['evictions']:,} evictions over {users:,} users",
         rows["records"] == users * RECORDS_PER_USER and rows["searches"] > 0,
     )
-    data = f"{users:,} users × {RECORDS_PER_USER} records, {days} days"
+    workers = size.get("workers", 1)
+    data = f"{users:,} users × {RECORDS_PER_USER} records, {days} days, {workers} process(es)"
     kinds = [("backtest", "< 60 s")] + ([("tune", "< 10 min")] if size.get("tune") else [])
     for kind, target in kinds:
         out = subproc.result(
-            subproc.start("backtest", {"app": APP, "days": days, "kind": kind}), timeout=6 * 3600
+            subproc.start(
+                "backtest",
+                {"app": APP, "days": days, "kind": kind, "workers": size.get("workers", 1)},
+            ),
+            timeout=6 * 3600,
         )
         report.check(
             NAME,

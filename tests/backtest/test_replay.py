@@ -1,8 +1,19 @@
 """The pure replay, on a fixed clock."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from backtest.replay import RecordHistory, Schedule, Search, _state_at, explained, replay_user
+from backtest.replay import (
+    RecordHistory,
+    Schedule,
+    Search,
+    _initial_state,
+    _state_at,
+    explained,
+    prepare,
+    replay_prepared,
+    replay_user,
+)
 from records import policy as pure
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -76,3 +87,49 @@ def test_regret_lost_and_saved_are_counted_per_search():
     tight = Schedule.fixed(pure.PolicyParams(max_records=1, ttl=timedelta(hours=2)))
     ran = replay_user([gone], [found], tight, T0, END)
     assert (ran.days[0].regret, ran.days[0].saved, ran.days[0].lost) == (1, 0, 0)
+
+
+def _history():
+    """Records written before and in the window, touched before and inside it."""
+    records = [written(i, T0 - (20 - i) * HOUR) for i in range(1, 8)]
+    records += [written(i, T0 + (i - 7) * HOUR) for i in range(8, 12)]
+    touches = [(-10, (1, 2)), (-1, (2,)), (3, (3, 4)), (9, (2,))]
+    searches = [Search(T0 + h * HOUR, ids, frozenset()) for h, ids in touches]
+    touched = {}
+    for s in searches:  # what the searches did to the stored state (hits, last access)
+        for i in s.record_ids:
+            hits, last = touched.get(i, (0, None))
+            touched[i] = (hits + 1, s.at)
+    records = [
+        replace(r, hits=touched[r.id][0], last_accessed_at=touched[r.id][1])
+        if r.id in touched
+        else r
+        for r in records
+    ]
+    return records, searches
+
+
+def test_the_prepared_start_state_is_the_state_at_the_start_under_any_schedule():
+    records, searches = _history()
+    prep = prepare(records, searches, T0, END)
+    assert len(prep.initial) == 7
+    for params in (PARAMS, pure.PolicyParams(max_records=2, fresh_start=1.0)):
+        schedule = Schedule.fixed(params)
+        for entry in prep.initial:
+            r = entry[1]
+            touches = [s.at for s in searches if r.id in s.record_ids]
+            assert _initial_state(entry, schedule) == _state_at(r, T0, touches, schedule)
+
+
+def test_one_prepared_history_replays_under_many_schedules_as_each_alone():
+    records, searches = _history()
+    prep = prepare(records, searches, T0, END)
+    schedules = [
+        Schedule.fixed(pure.PolicyParams(max_records=n, fresh_start=f))
+        for n in (2, 4)
+        for f in (0.0, 1.0)
+    ]
+    results = [replay_prepared(prep, s) for s in schedules + schedules]
+    alone = [replay_user(records, searches, s, T0, END) for s in schedules]
+    assert results == alone + alone
+    assert len({tuple(sorted(r.evicted)) for r in alone}) > 1  # the schedules differ

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--app", required=True, help="the app, exactly as agents name it")
         parser.add_argument("--days", type=int, required=True, help="how many days back")
+        parser.add_argument(
+            "--workers",
+            type=_workers,
+            default=1,
+            help="processes replaying users (default 1; the results are the same)",
+        )
         parser.add_argument("--preset", choices=sorted(PRESETS), help="the preset's scoring")
         parser.add_argument(
             "--set",
@@ -37,12 +44,12 @@ class Command(BaseCommand):
             help="end of the window (default: now); the window is the --days before it",
         )
 
-    def handle(self, *args, app, days, preset, set, json: str | None, until, **options):  # noqa: A002
+    def handle(self, *args, app, days, preset, set, json: str | None, until, workers, **options):  # noqa: A002
         try:
             now = parse_moment(until) if until else timezone.now()
             values = service.parse_sets(set)
             candidate = service.candidate_policy(app, preset=preset, values=values)
-            report = service.run(app, days, candidate, now)
+            report = service.run(app, days, candidate, now, workers=workers)
         except service.BacktestError as exc:
             raise CommandError(str(exc)) from exc
         self._table(report)
@@ -92,3 +99,19 @@ def parse_moment(text: str) -> datetime:
 
 def _dumps(data: dict) -> str:
     return json.dumps(data, indent=2) + "\n"
+
+
+MAX_WORKERS = 16
+
+
+def _workers(text: str) -> int:
+    """--workers: a whole number from 1 to MAX_WORKERS (argparse reports the message)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"--workers takes a whole number from 1 to {MAX_WORKERS}, not {text!r}."
+        )
+    return n

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from backtest import service, tune
 
-from .backtest import parse_moment
+from .backtest import _workers, parse_moment
 
 
 class Command(BaseCommand):
@@ -20,12 +20,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--app", required=True, help="the app, exactly as agents name it")
         parser.add_argument("--days", type=int, required=True, help="how many days back")
+        parser.add_argument(
+            "--workers",
+            type=_workers,
+            default=1,
+            help="processes replaying users (default 1; the results are the same)",
+        )
         parser.add_argument("--until", metavar="ISO-DATETIME", help="end of the window")
 
-    def handle(self, *args, app, days, until, **options):
+    def handle(self, *args, app, days, until, workers, **options):
         try:
             now = parse_moment(until) if until else timezone.now()
-            result = tune.tune(app, days, now)
+            result = tune.tune(app, days, now, workers=workers)
         except service.BacktestError as exc:
             raise CommandError(str(exc)) from exc
         w = self.stdout.write
