@@ -2,6 +2,7 @@
 
     python -m bench.locomo_replay --locomo ../shared/data/locomo/locomo-public.json
     python -m bench.locomo_replay --locomo PATH --mode interleaved --half a --misses 1
+    python -m bench.locomo_replay --synthetic 4     # the quality bench's synthetic year
 
 Every turn of every conversation goes through the product's own ingest code
 (``records.extract.Extractor.from_events`` with the default rules and token counter:
@@ -112,11 +113,15 @@ def top(question: str, records: list[Record], limit: int = TOP) -> list[Record]:
     return [by_id[i] for i in search_text.rank(terms, candidates, scope, limit)]
 
 
-def run(path: str, mode: str, half: str | None) -> dict:
+def run(path: str | None, mode: str, half: str | None, synthetic: int = 0) -> dict:
     from .quality import locomo
+    from .quality import synthetic as year
     from .quality.data import END
 
-    dataset = locomo.load(path)
+    if synthetic:
+        dataset = year.generate(users=synthetic, sessions=110, seed=7)
+    else:
+        dataset = locomo.load(path)
     users = dataset.users
     if half:
         users = users[0 if half == "a" else 1 :: 2]
@@ -157,17 +162,26 @@ def run(path: str, mode: str, half: str | None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.locomo_replay", description=__doc__)
-    parser.add_argument("--locomo", required=True, help="a LoCoMo-format JSON file")
+    parser.add_argument("--locomo", help="a LoCoMo-format JSON file")
+    parser.add_argument(
+        "--synthetic",
+        type=int,
+        metavar="USERS",
+        help="the quality bench's synthetic year instead (USERS users, 110 sessions, seed 7)",
+    )
     parser.add_argument("--mode", choices=("end", "interleaved", "both"), default="both")
     parser.add_argument("--half", choices=("a", "b"), help="every other conversation")
     parser.add_argument("--misses", metavar="CATEGORY", help="print the misses of a category")
     parser.add_argument("--json", metavar="OUT", help="write the results (misses included)")
     args = parser.parse_args(argv)
-    if not Path(args.locomo).is_file():
-        parser.error(f"no file at {args.locomo}")
+    if args.synthetic:
+        modes = ("year",)
+    elif not args.locomo or not Path(args.locomo).is_file():
+        parser.error(f"no file at {args.locomo} (--locomo PATH or --synthetic USERS)")
+    else:
+        modes = ("end", "interleaved") if args.mode == "both" else (args.mode,)
     _setup()
-    modes = ("end", "interleaved") if args.mode == "both" else (args.mode,)
-    results = [run(args.locomo, mode, args.half) for mode in modes]
+    results = [run(args.locomo, mode, args.half, args.synthetic or 0) for mode in modes]
     for result in results:
         cells = "  ".join(
             f"{cat}: {v['fraction']:.1%} ({v['answerable']}/{v['questions']})"
