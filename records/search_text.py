@@ -15,7 +15,8 @@ Each word is stored in three layers, and a query word is looked up in all three:
 
 Each layer is a BM25 term of its own with its own document frequency, weighted 1, 1/2
 and 1/4: an exact match always earns more than a stem or prefix match, and a rare word
-("kiwi") outweighs a common one ("allergy") however many forms of it match.
+("kiwi") outweighs a common one ("allergy") however many forms of it match. A query word
+counts once in a record, by the best of its layers there (its forms do not add up).
 
 A record said in a conversation is also indexed with the words of the turns before it
 (``CONTEXT_TURNS``, their authors' names included), as a fourth layer marked ``@``
@@ -68,6 +69,12 @@ BM25_B = 0.3
 # record ranks first: a new address outranks the notes it replaced, which match the
 # same words (see ``rank``).
 TIE_BAND = 0.20
+# Word once: a query word counts once in a record, by the best of its layers there (exact, stem,
+# prefix, context): its stem and prefix, or the same word in the turns before, do not
+# add to an exact match. Summing the layers let a common word with many forms (and a
+# turn repeating the turn before it) outscore a rare word; on LoCoMo with nothing
+# evicted the best layer answered 64.6% → 65.5% (end) and 67.1% → 68.2% (interleaved),
+# on both halves of the public conversations (docs/search.md).
 
 STOPWORDS = frozenset(
     """
@@ -226,22 +233,27 @@ def query_words(query: str) -> list[str]:
 class QueryTerm:
     token: str
     weight: float
+    word: int = 0  # which query word it is a form of (its index in ``query_words``)
 
 
 def query_terms(query: str) -> list[QueryTerm]:
     """The tokens a query looks up, each with its layer's weight (one entry per token).
 
     Exact and stem forms are also looked up in the context layer, at CONTEXT_WEIGHT.
+    A token two words share (two words with one stem) belongs to the first of them.
     """
     weights: dict[str, float] = {}
+    words: dict[str, int] = {}
     layer_weights = (EXACT_WEIGHT, STEM_WEIGHT, PREFIX_WEIGHT)
-    for word in query_words(query):
+    for index, word in enumerate(query_words(query)):
         for form, weight in zip(_forms(word), layer_weights, strict=False):
-            weights[form] = max(weights.get(form, 0.0), weight)
+            forms = [(form, weight)]
             if not form.startswith(PREFIX_MARK):
-                marked = CONTEXT_MARK + form
-                weights[marked] = max(weights.get(marked, 0.0), weight * CONTEXT_WEIGHT)
-    return [QueryTerm(t, w) for t, w in weights.items()]
+                forms.append((CONTEXT_MARK + form, weight * CONTEXT_WEIGHT))
+            for token, w in forms:
+                weights[token] = max(weights.get(token, 0.0), w)
+                words.setdefault(token, index)
+    return [QueryTerm(t, w, words[t]) for t, w in weights.items()]
 
 
 # --- ranking -------------------------------------------------------------------------------
@@ -300,7 +312,9 @@ def bm25_scores(
     """BM25 of every candidate; document frequencies are counted over the candidates.
 
     Every record holding a query token is a candidate, so the counts are exact for the
-    user's scope. Each layer's weight multiplies its term's contribution.
+    user's scope. Each layer's weight multiplies its term's contribution, and each query
+    word counts once, by the best of its layers in the record (see the note on the
+    module's constants).
     """
     columns = list(zip(*(c.counts for c in candidates), strict=True))  # one per term
     df = [len(col) - col.count(0) for col in columns] if candidates else [0] * len(terms)
@@ -308,6 +322,7 @@ def bm25_scores(
     idf = [
         t.weight * math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in zip(terms, df, strict=True)
     ]
+    words = [t.word for t in terms]
     mean = scope.mean_length if scope.mean_length > 0 else 1.0
     k1 = BM25_K1
     scores = {}
@@ -319,9 +334,13 @@ def bm25_scores(
         score = by_shape.get(shape)
         if score is None:
             norm = k1 * (1 - BM25_B + BM25_B * max(c.length, 1) / mean)
-            score = by_shape[shape] = sum(
-                w * f * (k1 + 1) / (f + norm) for w, f in zip(idf, c.counts, strict=True) if f
-            )
+            best: dict[int, float] = {}
+            for word, w, f in zip(words, idf, c.counts, strict=True):
+                if f:
+                    part = w * f * (k1 + 1) / (f + norm)
+                    if part > best.get(word, 0.0):
+                        best[word] = part
+            score = by_shape[shape] = sum(best.values())
         scores[c.id] = score
     return scores
 

@@ -1,5 +1,7 @@
 """The one tokenizer and the BM25 ranking (pure: no database)."""
 
+import math
+
 import pytest
 
 from records import search_text as st
@@ -187,3 +189,46 @@ def test_candidates_with_the_same_counts_and_length_score_the_same_as_alone():
     assert scores[0] == scores[1] == scores[2] != scores[9]
     alone = st.bm25_scores(terms, [same[0], other], Scope(records=20, mean_length=10.0))
     assert alone[9] != scores[9]  # document frequencies still count every candidate
+
+
+def test_query_terms_say_which_word_each_form_comes_from():
+    terms = st.query_terms("camping allergies")
+    assert {t.token: t.word for t in terms if t.word == 0} == {
+        "camping": 0,
+        "@camping": 0,
+        "~camp": 0,
+        "@~camp": 0,
+        "^campi": 0,
+    }
+    assert {t.word for t in terms} == {0, 1}
+    # a token two words share (one stem) belongs to the first
+    assert {t.token: t.word for t in st.query_terms("allergy allergies")}["~allergi"] == 0
+
+
+def test_a_word_counts_once_by_its_best_layer():
+    terms = st.query_terms("camping")
+    scope = Scope(records=100, mean_length=10)
+    exact = Candidate(1, st.term_counts(st.index_tokens("camping"), terms), 10, 0, True)
+    # the same word in the record and in the turn before it: no more than the word alone
+    echoed = st.index_tokens("camping", "", [("user", "camping")])
+    both = Candidate(2, st.term_counts(echoed, terms), 10, 0, True)
+    scores = st.bm25_scores(terms, [exact, both], scope)
+    assert scores[1] == scores[2] > 0
+    # each term's contribution, by hand: the exact layer is the best of the five
+    df = 2  # both candidates hold every form ("camping", "~camp", "^campi"; "@" in one)
+    norm = st.BM25_K1  # length equal to the mean
+    best = math.log(1 + (100 - df + 0.5) / (df + 0.5)) * (st.BM25_K1 + 1) / (1 + norm)
+    assert scores[1] == pytest.approx(best)
+
+
+def test_many_forms_of_one_word_do_not_outscore_another_word_matched_once():
+    # Summed, allergy's exact, stem and prefix forms scored 1.75 times "kiwi" (same
+    # document frequencies); counted once they tie, and the newer record comes first.
+    terms = st.query_terms("allergy kiwi")
+    scope = Scope(records=100, mean_length=10)
+    tokens = st.index_tokens("allergy allergies allergic allergen")
+    forms = Candidate(1, st.term_counts(tokens, terms), 10, 0, True)
+    kiwi = Candidate(2, st.term_counts(st.index_tokens("kiwi"), terms), 10, 1, True)
+    scores = st.bm25_scores(terms, [forms, kiwi], scope)
+    assert scores[1] == pytest.approx(scores[2])
+    assert st.rank(terms, [forms, kiwi], scope, 10) == [2, 1]
