@@ -87,11 +87,15 @@ def read_generation() -> int | None:
 
 def load(app_name: str, generation: int | None = None) -> AppConfig:
     """Read the app's policy and rules (creating the policy on first use) and cache
-    them. ``generation``: the value a statement just read, before this call."""
+    them. ``generation``: the value a statement just read, before this call.
+
+    Cached only if the generation is the same after reading: creating the policy here
+    changes it, and in a transaction that may yet roll back, the row would be cached
+    under a generation that comes back without it."""
     if generation is None:
         generation = read_generation()
     config = AppConfig(app_name, generation, policy_for(app_name), active_rules(app_name))
-    if generation is not None:
+    if generation is not None and read_generation() == generation:
         _cache[app_name] = config
     return config
 

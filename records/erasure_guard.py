@@ -1,7 +1,8 @@
 """The erasure barrier, checked inside every ingest (``records.store.ingest``).
 
 Before an erasure deletes anything it raises a barrier for (app or all apps, subject).
-Ingest calls ``check`` under the user's lock, and then:
+Ingest checks it under the user's lock (``check``; ``records.store.ingest`` reads the
+barrier itself, on PostgreSQL in a statement it runs anyway, and calls ``apply``):
 
 - an ingest that *started* before the barrier is refused (``ErasedSubjectError``): it
   carries data read before the erasure (a sweep, a slow agent turn);

@@ -120,9 +120,10 @@ def ingest(
         _lock(app_name, user_id)
         keys = [c.dedupe_key for c in candidates if c.dedupe_key]
         generation, barrier, existing, evicted = _read_state(app_name, user_id, keys)
-        current = config_cache.current(app_name, generation) if config is None else config
-        if generation is None or current.generation != generation:
+        if config is None or generation is None or config.generation != generation:
             current = config_cache.current(app_name, generation)
+        else:
+            current = config
         if reextract is not None and current is not config:
             candidates = reextract(current.extractor())
             keys = [c.dedupe_key for c in candidates if c.dedupe_key]
@@ -422,21 +423,36 @@ def evict(
 def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) -> int:
     """PostgreSQL: ``evict`` in one statement (with the victims' texts at hand): delete
     the records and, from the deleted rows, write their eviction events, replay
-    metadata and regret terms. Only the term hashes are computed here (keyed, in Python)."""
+    metadata and regret terms. Only the term hashes are computed here (keyed, in
+    Python). The victims travel as one JSON parameter: quoting a dozen arrays
+    element by element cost more than the statement."""
     ids = [v.id for v in victims]
     if contents is None or any(i not in contents for i in ids):
         contents = dict(MemoryRecord.objects.filter(id__in=ids).values_list("id", "content"))
-    wanted = set(ids)
-    hashes = {i: access_log.record_hashes(text) for i, text in contents.items() if i in wanted}
-    regret = [
-        (v.user_id, v.id, h)
+    rows = [
+        {
+            "id": v.id,
+            "u": v.user_id,
+            "reason": str(reason or v.reason),
+            "r": v.score.recency,
+            "f": v.score.frequency,
+            "i": v.score.importance,
+            "s": v.score.total,
+            "t": v.tokens,
+            "k": v.dedupe_key,
+            "n": v.superseded_by,
+            "h": access_log.record_hashes(contents[v.id]) if v.id in contents else None,
+            "g": (reason or v.reason) in REGRET_REASONS,
+        }
         for v in victims
-        if (reason or v.reason) in REGRET_REASONS and v.id in hashes
-        for h in hashes[v.id]
     ]
     sql = f"""
-        WITH gone AS (
-            DELETE FROM {MemoryRecord._meta.db_table} WHERE id = ANY(%(ids)s::bigint[])
+        WITH v AS MATERIALIZED (
+            SELECT * FROM jsonb_to_recordset(%(victims)s::jsonb)
+                AS v(id bigint, u text, reason text, r float8, f float8, i float8, s float8,
+                     t integer, k text, n bigint, h jsonb, g boolean)
+        ), gone AS (
+            DELETE FROM {MemoryRecord._meta.db_table} WHERE id IN (SELECT id FROM v)
             RETURNING id, user_id, created_at, last_accessed_at, hits, importance, pinned,
                       due_at, slot, entry_timestamp
         ), events AS (
@@ -445,31 +461,24 @@ def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) 
                 evicted_at, dedupe_key, superseded_by)
             SELECT v.id, %(app)s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %(version)s::integer,
                    %(run)s::bigint, %(now)s, v.k, v.n
-            FROM unnest(%(ids)s::bigint[], %(users)s::text[], %(reasons)s::text[],
-                        %(recency)s::float8[], %(frequency)s::float8[], %(importance)s::float8[],
-                        %(score)s::float8[], %(tokens)s::integer[], %(keys)s::text[],
-                        %(newer)s::bigint[])
-                 AS v(id, u, reason, r, f, i, s, t, k, n)
+            FROM v
         ), replay AS (
             INSERT INTO {EvictedRecord._meta.db_table} (record_id, app_name, user_id,
                 evicted_at, created_at, last_accessed_at, hits, importance, pinned, due_at,
                 slot, stated_at, term_hashes)
             SELECT g.id, %(app)s, g.user_id, %(now)s, g.created_at, g.last_accessed_at, g.hits,
                    g.importance, g.pinned, g.due_at, COALESCE(g.slot, ''), g.entry_timestamp,
-                   COALESCE(h.hashes, '[]')::jsonb
-            FROM gone g
-            LEFT JOIN unnest(%(hash_ids)s::bigint[], %(hashes)s::text[]) AS h(id, hashes)
-                   ON h.id = g.id
+                   COALESCE(v.h, '[]'::jsonb)
+            FROM gone g JOIN v ON v.id = g.id
         ), regret AS (
             INSERT INTO {RegretTerm._meta.db_table} (app_name, user_id, record_id, term_hash,
                 evicted_at)
-            SELECT %(app)s, x.u, x.r, x.h, %(now)s
-            FROM unnest(%(regret_users)s::text[], %(regret_ids)s::bigint[],
-                        %(regret_hashes)s::text[]) AS x(u, r, h)
+            SELECT %(app)s, v.u, v.id, x.h, %(now)s
+            FROM v CROSS JOIN LATERAL jsonb_array_elements_text(v.h) AS x(h)
+            WHERE v.g AND v.h IS NOT NULL
         )
         SELECT count(*) FROM gone
     """  # noqa: S608 - the models' tables; values are parameters
-    regret_columns = [list(c) for c in zip(*regret, strict=True)] if regret else [[], [], []]
     with connection.cursor() as cursor:
         cursor.execute(
             sql,
@@ -478,21 +487,7 @@ def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) 
                 "now": now,
                 "version": policy_version,
                 "run": run_id,
-                "ids": ids,
-                "users": [v.user_id for v in victims],
-                "reasons": [str(reason or v.reason) for v in victims],
-                "recency": [v.score.recency for v in victims],
-                "frequency": [v.score.frequency for v in victims],
-                "importance": [v.score.importance for v in victims],
-                "score": [v.score.total for v in victims],
-                "tokens": [v.tokens for v in victims],
-                "keys": [v.dedupe_key for v in victims],
-                "newer": [v.superseded_by for v in victims],
-                "hash_ids": list(hashes),
-                "hashes": [json.dumps(h) for h in hashes.values()],
-                "regret_users": regret_columns[0],
-                "regret_ids": regret_columns[1],
-                "regret_hashes": regret_columns[2],
+                "victims": json.dumps(rows),
             },
         )
         return cursor.fetchone()[0]

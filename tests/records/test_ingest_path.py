@@ -5,7 +5,7 @@ a rule older than a change, however the change is made."""
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from records import config_cache, feedback, store, touches
@@ -152,3 +152,18 @@ def test_extractor_for_uses_the_current_rules():
     assert store.extractor_for("app").from_events("app", "u1", "s", []) == []
     ImportanceRule.objects.create(app_name="app", name="x", pattern="zebra", importance=0.99)
     assert "x" in [r.name for r in store.extractor_for("app").rules]
+
+
+@pytest.mark.django_db
+def test_a_policy_created_in_a_rolled_back_transaction_is_not_served_from_the_cache():
+    class Rollback(Exception):
+        pass
+
+    with pytest.raises(Rollback), transaction.atomic():
+        store.extractor_for("fresh")  # creates the app's policy, in this transaction
+        raise Rollback
+    assert not Policy.objects.filter(app_name="fresh").exists()
+    cached = config_cache.cached("fresh")
+    assert cached is None or cached.generation != config_cache.read_generation()
+    add_session(session(TEXTS, app="fresh", id="s1"), NOW)
+    assert Policy.objects.filter(app_name="fresh").exists()
