@@ -358,8 +358,16 @@ def enforce_many(
             return [
                 v for u in users for v in _enforce_locked(app_name, u, now, policy, run_id=run_id)
             ]
-        victims = select_victims(app_name, users, now, policy.params())
-        evict(app_name, victims, now, policy_version=policy.version, run_id=run_id)
+        contents: dict[int, str] = {}
+        victims = select_victims(app_name, users, now, policy.params(), contents)
+        evict(
+            app_name,
+            victims,
+            now,
+            policy_version=policy.version,
+            run_id=run_id,
+            contents=contents,
+        )
         return victims
 
 
