@@ -171,6 +171,7 @@ NO_SUBJECT_DATA: tuple[NoSubjectData, ...] = (
     NoSubjectData("records.Policy", "per-app eviction configuration"),
     NoSubjectData("records.PolicyVersion", "history of per-app configuration"),
     NoSubjectData("records.ImportanceRule", "staff-written rules, per app"),
+    NoSubjectData("records.ConfigGeneration", "one number that changes with policies and rules"),
     NoSubjectData(
         "records.AppState",
         "ADK app: state, shared by every user of an app and keyed by app only; agents must "

@@ -191,12 +191,21 @@ class ErasureBarrier(models.Model):
         raise AppendOnlyError("Erasure barriers are kept: never deleted.")
 
 
-def latest_barrier(subject_hash: str, app_name: str) -> tuple[datetime, int] | None:
-    """(raised_at, request id) of the newest barrier covering the subject in ``app_name``
-    (its own or an all-apps one); ``records.erasure_guard`` checks it on every ingest."""
+def _latest_barrier_qs(subject_hash: str, app_name: str):
     return (
         ErasureBarrier.objects.filter(subject_hash=subject_hash, app_name__in=["", app_name])
         .order_by("-raised_at")
         .values_list("raised_at", "request_id")
-        .first()
     )
+
+
+def latest_barrier(subject_hash: str, app_name: str) -> tuple[datetime, int] | None:
+    """(raised_at, request id) of the newest barrier covering the subject in ``app_name``
+    (its own or an all-apps one); ``records.erasure_guard`` checks it on every ingest."""
+    return _latest_barrier_qs(subject_hash, app_name).first()
+
+
+def latest_barrier_sql(subject_hash: str, app_name: str) -> tuple[str, tuple]:
+    """``latest_barrier`` as SQL (at most one row: raised_at, request_id) and its
+    parameters, so ingest can fold the check into a statement it runs anyway."""
+    return _latest_barrier_qs(subject_hash, app_name)[:1].query.sql_with_params()

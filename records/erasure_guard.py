@@ -1,7 +1,8 @@
 """The erasure barrier, checked inside every ingest (``records.store.ingest``).
 
 Before an erasure deletes anything it raises a barrier for (app or all apps, subject).
-Ingest calls ``check`` under the user's lock, and then:
+Ingest checks it under the user's lock (``check``; ``records.store.ingest`` reads the
+barrier itself, on PostgreSQL in a statement it runs anyway, and calls ``apply``):
 
 - an ingest that *started* before the barrier is refused (``ErasedSubjectError``): it
   carries data read before the erasure (a sweep, a slow agent turn);
@@ -63,13 +64,28 @@ def acquire_subject_lock(user_id: str, *, exclusive: bool) -> None:
 # Barriers are the erasure app's rows; records sits below it and imports nothing from it,
 # so the erasure app hands over its lookup when it loads (``erasure.apps``):
 # (subject hash, app name) -> (raised_at, request id) of the newest covering barrier.
+# The same as SQL (at most one row: raised_at, request_id) and its parameters, so an
+# ingest on PostgreSQL reads it in a statement it runs anyway (``barrier_sql``).
 BarrierLookup = Callable[[str, str], "tuple[datetime, int] | None"]
+BarrierSql = Callable[[str, str], "tuple[str, Sequence]"]
 _barrier_lookup: BarrierLookup | None = None
+_barrier_sql: BarrierSql | None = None
 
 
-def register_barrier_lookup(lookup: BarrierLookup) -> None:
-    global _barrier_lookup
+def register_barrier_lookup(lookup: BarrierLookup, sql: BarrierSql | None = None) -> None:
+    global _barrier_lookup, _barrier_sql
     _barrier_lookup = lookup
+    _barrier_sql = sql
+
+
+def barrier_sql(app_name: str, user_id: str) -> tuple[str, Sequence] | None:
+    """The newest covering barrier as a query (see ``latest_barrier``), or None when the
+    registered lookup has no SQL form (then call ``check``)."""
+    if _barrier_lookup is None:
+        raise RuntimeError("no erasure barrier lookup registered (is the erasure app installed?)")
+    if _barrier_sql is None:
+        return None
+    return _barrier_sql(subject_hash(user_id), app_name)
 
 
 def latest_barrier(app_name: str, user_id: str) -> tuple[datetime, int] | None:
@@ -85,7 +101,12 @@ def check(app_name: str, user_id: str, candidates: Sequence, started_at: datetim
     Call under the user's lock, inside the ingest's transaction.
     """
     acquire_subject_lock(user_id, exclusive=False)
-    barrier = latest_barrier(app_name, user_id)
+    return apply(latest_barrier(app_name, user_id), candidates, started_at)
+
+
+def apply(barrier: tuple[datetime, int] | None, candidates: Sequence, started_at: datetime) -> list:
+    """``check`` with the barrier already read (under the subject lock, in a statement
+    that began after the lock was taken: ``records.store``)."""
     if barrier is None:
         return list(candidates)
     raised_at, request_id = barrier

@@ -44,10 +44,15 @@ def add_session(session: Session, now: datetime) -> store.IngestResult:
     if not isinstance(session, Session):
         raise TypeError("add_session_to_memory expects a google.adk Session")
     check_scope(session.app_name, session.user_id, session.id)
-    candidates = store.extractor_for(session.app_name).from_events(
-        session.app_name, session.user_id, session.id, session.events
+    return store.ingest_extracted(
+        session.app_name,
+        session.user_id,
+        lambda extractor: extractor.from_events(
+            session.app_name, session.user_id, session.id, session.events
+        ),
+        now,
+        count_session=True,
     )
-    return store.ingest(session.app_name, session.user_id, candidates, now, count_session=True)
 
 
 def add_events(
@@ -62,10 +67,14 @@ def add_events(
     for event in events:
         if not isinstance(event, Event):
             raise TypeError(f"events must be google.adk Event objects, not {type(event).__name__}")
-    candidates = store.extractor_for(app_name).from_events(
-        app_name, user_id, session_id or UNSCOPED_SESSION, events
+    return store.ingest_extracted(
+        app_name,
+        user_id,
+        lambda extractor: extractor.from_events(
+            app_name, user_id, session_id or UNSCOPED_SESSION, events
+        ),
+        now,
     )
-    return store.ingest(app_name, user_id, candidates, now)
 
 
 def add_memories(
@@ -87,13 +96,10 @@ def add_memories(
     for memory in memories:
         if not isinstance(memory, MemoryEntry):
             raise TypeError(f"memories must be MemoryEntry objects, not {type(memory).__name__}")
-    candidates = store.extractor_for(app_name).from_memories(
-        app_name, user_id, memories, custom_metadata
-    )
-    return store.ingest(
+    return store.ingest_extracted(
         app_name,
         user_id,
-        candidates,
+        lambda extractor: extractor.from_memories(app_name, user_id, memories, custom_metadata),
         now,
         entry_ids=recalled_ids(app_name, user_id, memories),
         match_content=True,

@@ -8,68 +8,58 @@ Views, tasks, management commands and the ADK services all come through here.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import cache
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import BooleanField, Q, Value
-from django.utils.module_loading import import_string
 
 from memadmin import counters
 
-from . import access_log, due, embeddings, erasure_guard, feedback, search_text
+from . import (
+    access_log,
+    config_cache,
+    due,
+    embeddings,
+    erasure_guard,
+    feedback,
+    search_text,
+    touches,
+)
 from . import policy as pure
-from . import rules as pure_rules
+from .config_cache import AppConfig, active_rules
+from .erasure_guard import subject_lock_key
 from .extract import Candidate, Extractor
 from .ids import check_scope
 from .locks import acquire_user_lock, user_lock, user_lock_key
 from .models import (
     POLICY_RECORD_FIELDS,
+    EvictedRecord,
     EvictionEvent,
     EvictionReason,
-    ImportanceRule,
     ImportanceSource,
     MemoryRecord,
     Policy,
+    RegretTerm,
 )
 from .policies import policy_for
 from .summaries import summarise
-from .tokens import token_counter
 from .touches import apply_touches
 from .victims import SelectedVictim, select_victims
 
 log = logging.getLogger(__name__)
 
+__all__ = ["active_rules", "extractor_for", "ingest", "ingest_extracted"]
+
 # --- rules and extraction ----------------------------------------------------------------
 
 
-def active_rules(app_name: str) -> tuple[pure_rules.Rule, ...]:
-    """Shipped defaults, then all-apps overrides, then the app's own, merged by name."""
-    rows = ImportanceRule.objects.filter(app_name__in=["", app_name]).order_by("app_name", "name")
-    overrides = []
-    for row in rows:  # "" sorts first, so the app's own rule wins
-        try:
-            overrides.append(row.as_rule())
-        except pure_rules.RuleError:
-            log.error("importance rule %s is invalid and was skipped", row)
-    return pure_rules.merge_rules(pure_rules.DEFAULT_RULES, overrides)
-
-
-@cache
-def _classifier():
-    path = settings.MEMADMIN.get("IMPORTANCE_CLASSIFIER")
-    return import_string(path) if path else None
-
-
 def extractor_for(app_name: str) -> Extractor:
-    information = policy_for(app_name).information_importance
-    return Extractor(
-        active_rules(app_name), token_counter(), _classifier(), information=information
-    )
+    """An extractor with the app's current rules (cached per process: one small read)."""
+    return config_cache.current(app_name).extractor()
 
 
 # --- ingest and enforcement --------------------------------------------------------------
@@ -85,6 +75,19 @@ class IngestResult:
     evicted: list[SelectedVictim] = field(default_factory=list)
 
 
+Extract = Callable[[Extractor], Sequence[Candidate]]
+
+
+def ingest_extracted(app_name: str, user_id: str, extract: Extract, now: datetime, **kwargs):
+    """``ingest`` of what ``extract`` finds with the app's rules: extraction runs before
+    the lock with the rules this process has cached, and ingest runs it again under the
+    lock if they have changed since (``records.config_cache``)."""
+    check_scope(app_name, user_id)
+    config = config_cache.cached(app_name) or config_cache.load(app_name)
+    candidates = extract(config.extractor())
+    return ingest(app_name, user_id, candidates, now, config=config, reextract=extract, **kwargs)
+
+
 def ingest(
     app_name: str,
     user_id: str,
@@ -96,6 +99,8 @@ def ingest(
     count_session: bool = False,
     entry_ids: Mapping[str, int] | None = None,
     match_content: bool = False,
+    config: AppConfig | None = None,
+    reextract: Extract | None = None,
 ) -> IngestResult:
     """Store new candidates and enforce the app's policy, under the user's lock.
 
@@ -111,20 +116,37 @@ def ingest(
     id its entry carries, and ``match_content`` lets a candidate without a key match a
     stored record of the same text. Such a candidate refreshes that record (see
     ``_refresh_stored``) instead of storing a copy.
+
+    The policy used is the app's current one, checked under the lock (``config``, when
+    given, is what the caller extracted with; ``reextract`` extracts again if it is no
+    longer current). On PostgreSQL the steady state is five statements and one commit:
+    the locks; the configuration generation, the erasure barrier and the known keys;
+    the insert; the victims; their eviction (``_pg_evict``). The counters go to the
+    touch buffer when there is one.
     """
     check_scope(app_name, user_id)
-    result = IngestResult(candidates=len(candidates))
-    policy = policy_for(app_name)
-    with user_lock(app_name, user_id):
+    with transaction.atomic():
+        _lock(app_name, user_id)
+        keys = [c.dedupe_key for c in candidates if c.dedupe_key]
+        generation, barrier, existing, evicted = _read_state(app_name, user_id, keys)
+        if config is None or generation is None or config.generation != generation:
+            current = config_cache.current(app_name, generation)
+        else:
+            current = config
+        if reextract is not None and current is not config:
+            candidates = reextract(current.extractor())
+            keys = [c.dedupe_key for c in candidates if c.dedupe_key]
+            existing, evicted = _known_keys(app_name, user_id, keys)
+        policy = current.policy
+        result = IngestResult(candidates=len(candidates))
         # Erasure barrier: refuse an ingest that started before an erasure of this user
         # and drop candidates stamped before it (see records.erasure_guard).
-        candidates = erasure_guard.check(app_name, user_id, candidates, now)
+        candidates = erasure_guard.apply(barrier, candidates, now)
         if entry_ids or match_content:
             candidates, result.refreshed, result.duplicates = _refresh_stored(
                 app_name, user_id, candidates, entry_ids or {}, match_content, now
             )
-        keys = [c.dedupe_key for c in candidates if c.dedupe_key]
-        existing, evicted = _known_keys(app_name, user_id, keys)
+        params = policy.params()
         seen: set[str] = set()
         new = []
         for c in candidates:
@@ -136,19 +158,63 @@ def ingest(
                     result.previously_evicted += 1
                     continue
                 seen.add(c.dedupe_key)
-            new.append(_new_record(app_name, user_id, c, now, policy))
+            new.append(_new_record(app_name, user_id, c, now, params))
         MemoryRecord.objects.bulk_create(new, batch_size=1000)
         result.added = len(new)
         if enforce:
             result.evicted = _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
     embeddings.embed_new(new, result.evicted)  # after the lock; never fails the ingest
-    # After the lock: the app-wide counter rows must not serialise ingests.
+    # After the lock: the app-wide counter rows must not serialise ingests. With Redis
+    # they wait in the touch buffer for its flush, as a search's counts do.
     counts = {feedback.RECORDS_ADDED: result.added}
     if count_session:
         counts[feedback.SESSIONS_INGESTED] = 1
-    feedback.bump_many(app_name, counts, now)
+    if not touches.buffer_counts(app_name, counts, now):
+        feedback.bump_many(app_name, counts, now)
     counters.count_ingest(app_name, result.added)
     return result
+
+
+def _lock(app_name: str, user_id: str) -> None:
+    """The user's lock, then the subject's shared lock of the erasure barrier (see
+    ``records.erasure_guard``): one statement on PostgreSQL, evaluated in that order.
+    Inside the ingest's transaction."""
+    if connection.vendor != "postgresql":
+        acquire_user_lock(app_name, user_id)  # SQLite: the transaction is the lock
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock_shared(%s)",
+            [user_lock_key(app_name, user_id), subject_lock_key(user_id)],
+        )
+
+
+def _read_state(app_name: str, user_id: str, keys: list[str]):
+    """(configuration generation, newest erasure barrier, stored keys, evicted keys) of
+    the user under the locks: one statement on PostgreSQL, begun after the locks were
+    taken, so it sees every commit before them (a barrier, another ingest)."""
+    barrier_sql = erasure_guard.barrier_sql(app_name, user_id)
+    if connection.vendor != "postgresql" or barrier_sql is None:
+        generation = config_cache.read_generation()
+        erasure_guard.acquire_subject_lock(user_id, exclusive=False)
+        barrier = erasure_guard.latest_barrier(app_name, user_id)
+        return (generation, barrier, *_known_keys(app_name, user_id, keys))
+    sql, barrier_params = barrier_sql
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT {config_cache.GENERATION_SQL}, b.raised_at, b.request_id,
+                ARRAY(SELECT dedupe_key FROM {MemoryRecord._meta.db_table}
+                      WHERE app_name = %s AND user_id = %s AND dedupe_key = ANY(%s::text[])),
+                ARRAY(SELECT dedupe_key FROM {EvictionEvent._meta.db_table}
+                      WHERE app_name = %s AND user_id = %s AND dedupe_key = ANY(%s::text[]))
+            FROM (SELECT 1) AS one LEFT JOIN LATERAL ({sql}) AS b(raised_at, request_id) ON true
+            """,  # noqa: S608 - the models' tables and the ORM's own SQL; values are parameters
+            [app_name, user_id, keys, app_name, user_id, keys, *barrier_params],
+        )
+        generation, raised_at, request_id, stored, gone = cursor.fetchone()
+    barrier = None if raised_at is None else (raised_at, request_id)
+    return generation, barrier, set(stored), set(gone)
 
 
 def _refresh_stored(
@@ -241,7 +307,9 @@ def _known_keys(app_name: str, user_id: str, keys: list[str]) -> tuple[set[str],
     return existing, evicted
 
 
-def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) -> MemoryRecord:
+def _new_record(
+    app_name, user_id, c: Candidate, now: datetime, params: pure.PolicyParams
+) -> MemoryRecord:
     return MemoryRecord(
         app_name=app_name,
         user_id=user_id,
@@ -253,7 +321,7 @@ def _new_record(app_name, user_id, c: Candidate, now: datetime, policy: Policy) 
         entry_timestamp=c.entry_timestamp,
         created_at=now,
         # Creation may not count as access: see PolicyParams.fresh_start.
-        last_accessed_at=pure.fresh_last_accessed(now, policy.params()),
+        last_accessed_at=pure.fresh_last_accessed(now, params),
         hits=0,
         importance=c.importance,
         importance_source=c.importance_source,
@@ -300,14 +368,23 @@ def enforce_many(
             return [
                 v for u in users for v in _enforce_locked(app_name, u, now, policy, run_id=run_id)
             ]
-        victims = select_victims(app_name, users, now, policy.params())
-        evict(app_name, victims, now, policy_version=policy.version, run_id=run_id)
+        contents: dict[int, str] = {}
+        victims = select_victims(app_name, users, now, policy.params(), contents)
+        evict(
+            app_name,
+            victims,
+            now,
+            policy_version=policy.version,
+            run_id=run_id,
+            contents=contents,
+        )
         return victims
 
 
 def _enforce_locked(app_name, user_id, now, policy: Policy, *, run_id=None):
     params = policy.params()
-    victims = select_victims(app_name, [user_id], now, params)
+    contents: dict[int, str] = {}
+    victims = select_victims(app_name, [user_id], now, params, contents)
     if policy.summarise and victims:
         covered = summarise(app_name, user_id, victims, policy, now)
         if covered:
@@ -320,7 +397,7 @@ def _enforce_locked(app_name, user_id, now, policy: Policy, *, run_id=None):
             rest = select_victims(app_name, [user_id], now, params)
             evict(app_name, rest, now, policy_version=policy.version, run_id=run_id)
             return summarised + rest
-    evict(app_name, victims, now, policy_version=policy.version, run_id=run_id)
+    evict(app_name, victims, now, policy_version=policy.version, run_id=run_id, contents=contents)
     return victims
 
 
@@ -332,12 +409,18 @@ def evict(
     policy_version: int | None,
     run_id: int | None = None,
     reason: str | None = None,
+    contents: Mapping[int, str] | None = None,
 ) -> int:
-    """Delete victims and log each as an EvictionEvent (no content). Caller holds the lock."""
+    """Delete victims and log each as an EvictionEvent (no content), with its replay
+    metadata (``access_log``) and, for policy evictions, its regret terms
+    (``feedback``). ``contents``: the victims' texts, when the caller has them (their
+    terms are hashed). Caller holds the lock."""
     if not victims:
         return 0
     if not connection.in_atomic_block:
         raise RuntimeError("evict must run inside the user's locked transaction")
+    if connection.vendor == "postgresql":
+        return _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents)
     _log_evictions(app_name, victims, now, policy_version, run_id, reason)
     access_log.note_evictions(app_name, victims, now)  # replay metadata, before they go
     ids = [v.id for v in victims]
@@ -355,42 +438,81 @@ def evict(
     return deleted
 
 
+def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) -> int:
+    """PostgreSQL: ``evict`` in one statement (with the victims' texts at hand): delete
+    the records and, from the deleted rows, write their eviction events, replay
+    metadata and regret terms. Only the term hashes are computed here (keyed, in
+    Python). The victims travel as one JSON parameter: quoting a dozen arrays
+    element by element cost more than the statement."""
+    ids = [v.id for v in victims]
+    if contents is None or any(i not in contents for i in ids):
+        contents = dict(MemoryRecord.objects.filter(id__in=ids).values_list("id", "content"))
+    rows = [
+        {
+            "id": v.id,
+            "u": v.user_id,
+            "reason": str(reason or v.reason),
+            "r": v.score.recency,
+            "f": v.score.frequency,
+            "i": v.score.importance,
+            "s": v.score.total,
+            "t": v.tokens,
+            "k": v.dedupe_key,
+            "n": v.superseded_by,
+            "h": access_log.record_hashes(contents[v.id]) if v.id in contents else None,
+            "g": (reason or v.reason) in REGRET_REASONS,
+        }
+        for v in victims
+    ]
+    sql = f"""
+        WITH v AS MATERIALIZED (
+            SELECT * FROM jsonb_to_recordset(%(victims)s::jsonb)
+                AS v(id bigint, u text, reason text, r float8, f float8, i float8, s float8,
+                     t integer, k text, n bigint, h jsonb, g boolean)
+        ), gone AS (
+            DELETE FROM {MemoryRecord._meta.db_table} WHERE id IN (SELECT id FROM v)
+            RETURNING id, user_id, created_at, last_accessed_at, hits, importance, pinned,
+                      due_at, slot, entry_timestamp
+        ), events AS (
+            INSERT INTO {EvictionEvent._meta.db_table} (record_id, app_name, user_id, reason,
+                recency, frequency, importance, score, tokens, policy_version, run_id,
+                evicted_at, dedupe_key, superseded_by)
+            SELECT v.id, %(app)s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %(version)s::integer,
+                   %(run)s::bigint, %(now)s, v.k, v.n
+            FROM v
+        ), replay AS (
+            INSERT INTO {EvictedRecord._meta.db_table} (record_id, app_name, user_id,
+                evicted_at, created_at, last_accessed_at, hits, importance, pinned, due_at,
+                slot, stated_at, term_hashes)
+            SELECT g.id, %(app)s, g.user_id, %(now)s, g.created_at, g.last_accessed_at, g.hits,
+                   g.importance, g.pinned, g.due_at, COALESCE(g.slot, ''), g.entry_timestamp,
+                   COALESCE(v.h, '[]'::jsonb)
+            FROM gone g JOIN v ON v.id = g.id
+        ), regret AS (
+            INSERT INTO {RegretTerm._meta.db_table} (app_name, user_id, record_id, term_hash,
+                evicted_at)
+            SELECT %(app)s, v.u, v.id, x.h, %(now)s
+            FROM v CROSS JOIN LATERAL jsonb_array_elements_text(v.h) AS x(h)
+            WHERE v.g AND v.h IS NOT NULL
+        )
+        SELECT count(*) FROM gone
+    """  # noqa: S608 - the models' tables; values are parameters
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql,
+            {
+                "app": app_name,
+                "now": now,
+                "version": policy_version,
+                "run": run_id,
+                "victims": json.dumps(rows),
+            },
+        )
+        return cursor.fetchone()[0]
+
+
 def _log_evictions(app_name, victims, now, policy_version, run_id, reason) -> None:
-    """One EvictionEvent per victim (no content)."""
-    if connection.vendor == "postgresql":
-        # One statement over arrays: an enforcement pass logs thousands of these, and
-        # building and compiling as many model instances costs more than the insert.
-        table = EvictionEvent._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"""
-                INSERT INTO {table} (record_id, app_name, user_id, reason, recency,
-                    frequency, importance, score, tokens, policy_version, run_id,
-                    evicted_at, dedupe_key, superseded_by)
-                SELECT v.id, %s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %s, %s, %s, v.k, v.n
-                FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[], %s::float8[],
-                            %s::float8[], %s::float8[], %s::integer[], %s::text[],
-                            %s::bigint[])
-                     AS v(id, u, reason, r, f, i, s, t, k, n)
-                """,
-                [
-                    app_name,
-                    policy_version,
-                    run_id,
-                    now,
-                    [v.id for v in victims],
-                    [v.user_id for v in victims],
-                    [str(reason or v.reason) for v in victims],
-                    [v.score.recency for v in victims],
-                    [v.score.frequency for v in victims],
-                    [v.score.importance for v in victims],
-                    [v.score.total for v in victims],
-                    [v.tokens for v in victims],
-                    [v.dedupe_key for v in victims],
-                    [v.superseded_by for v in victims],
-                ],
-            )
-        return
+    """One EvictionEvent per victim (no content); PostgreSQL writes them in ``_pg_evict``."""
     EvictionEvent.objects.bulk_create(
         [
             EvictionEvent(

@@ -8,8 +8,10 @@ so a touch lost to a Redis outage is logged and dropped, never an error for the 
 
 A search's other writes ride in the same round trip (``record_search``): its access
 history entry (``access_log``) and the day's search and regret counters
-(``feedback``), flushed by the same task. When Redis is absent or failing those two
-are written to the database directly instead: they are not approximate.
+(``feedback``), flushed by the same task. An ingest's counters (sessions ingested,
+records added) wait in the same counters hash (``buffer_counts``). When Redis is absent
+or failing, history and counters are written to the database directly instead: they
+are not approximate.
 
 Redis key families (all per (app, user), so erasure can remove them):
     memadmin:touch:hits:<app>\\x1f<user>    hash  record id -> hits to add
@@ -134,6 +136,31 @@ def record_search(
     if not _buffer(client, app_name, user_id, ids, now, history, counts):
         return ("dropped" if ids else "none"), False
     return ("buffered" if ids else "none"), True
+
+
+def buffer_counts(app_name: str, counts: dict[str, int], now: datetime) -> bool:
+    """Add an ingest's counts to the buffered daily counters (one Redis round trip, no
+    database write); False when there is no buffer or it failed: then the caller writes
+    them to the database itself (counts are not approximate)."""
+    global _redis_down_until
+    counts = {name: by for name, by in counts.items() if by}
+    if not counts:
+        return True
+    client = redis_client()
+    if client is None or time.monotonic() < _redis_down_until:
+        return False
+    try:
+        pipe = client.pipeline(transaction=True)
+        for name, by in counts.items():
+            pipe.hincrby(COUNTERS, SEP.join((now.date().isoformat(), app_name, name)), by)
+        pipe.execute()
+    except Exception as exc:  # Redis down or slow: the database takes the counts
+        _redis_down_until = time.monotonic() + BACKOFF_SECONDS
+        log.warning(
+            "counter buffer write failed (%s); counting in the database", type(exc).__name__
+        )
+        return False
+    return True
 
 
 def _buffer(client, app_name, user_id, ids, now, history=None, counts=None) -> bool:

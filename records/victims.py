@@ -62,7 +62,7 @@ def _expired_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     sql = f"""
         SELECT id, user_id, tokens, {recency} AS recency, {frequency} AS frequency,
                {importance} AS importance, {score} AS score, dedupe_key, source_session_id,
-               'expired' AS reason, 0 AS k, CAST(NULL AS BIGINT) AS superseded_by
+               'expired' AS reason, 0 AS k, CAST(NULL AS BIGINT) AS superseded_by, content
         FROM {TABLE}
         WHERE app_name = %(app)s {user_sql} AND {EXPIRED_SQL}
     """
@@ -91,7 +91,8 @@ def _superseded_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
     sql = f"""
         SELECT m.id, m.user_id, m.tokens, {recency} AS recency, {frequency} AS frequency,
                {importance} AS importance, {score} AS score, m.dedupe_key,
-               m.source_session_id, 'superseded' AS reason, 0 AS k, s.newer AS superseded_by
+               m.source_session_id, 'superseded' AS reason, 0 AS k, s.newer AS superseded_by,
+               m.content
         FROM ({_superseded_ids(user_sql)}) AS s
         JOIN {TABLE} m ON m.id = s.id
     """
@@ -101,7 +102,8 @@ def _superseded_sql(app_name, user_ids, now, p) -> tuple[str, dict]:
 # The victims' own rows by primary key; OFFSET 0 keeps the planner from flattening the
 # lookup into a hash join over the whole table.
 _PG_VICTIM_ROWS = f"""CROSS JOIN LATERAL (
-            SELECT last_accessed_at, hits, importance, due_at, dedupe_key, source_session_id
+            SELECT last_accessed_at, hits, importance, due_at, dedupe_key, source_session_id,
+                   content
             FROM {TABLE} WHERE id = r.id OFFSET 0) AS m"""
 
 
@@ -117,7 +119,7 @@ def _ranked_victims(recency: str, frequency: str, importance: str, victim_rows: 
                {importance} AS importance, r.score, m.dedupe_key, m.source_session_id,
                CASE WHEN totals.n - r.k + 1 > %(maxr)s THEN 'record_cap' ELSE 'token_cap' END
                  AS reason,
-               r.k, CAST(NULL AS BIGINT) AS superseded_by
+               r.k, CAST(NULL AS BIGINT) AS superseded_by, m.content
         FROM ranked r
         JOIN totals ON totals.user_id = r.user_id
         {victim_rows}
@@ -288,7 +290,9 @@ def count_victims(
     )
 
 
-def _fetch(sql: str, params: dict) -> list[SelectedVictim]:
+def _fetch(sql: str, params: dict, contents: dict[int, str] | None = None) -> list[SelectedVictim]:
+    """The victims; with ``contents``, each victim's text is put there by id (eviction
+    hashes its terms: ``records.store.evict``), never on the victim itself."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -296,6 +300,8 @@ def _fetch(sql: str, params: dict) -> list[SelectedVictim]:
     for row in rows:
         id, user_id, tokens, recency, frequency, importance, score, key, session_id = row[:9]
         reason, superseded_by = row[9], row[11]
+        if contents is not None:
+            contents[id] = row[12]
         out.append(
             SelectedVictim(
                 id=id,
@@ -323,10 +329,14 @@ def _parts(app_name, user_ids, now, p) -> tuple[str, str, str, dict]:
 
 
 def select_victims(
-    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
+    app_name: str,
+    user_ids: Sequence[str] | None,
+    now: datetime,
+    p: pure.PolicyParams,
+    contents: dict[int, str] | None = None,
 ) -> list[SelectedVictim]:
     """Expired records, then superseded ones, then cap victims, for one user, some users,
-    or (None) every user.
+    or (None) every user; their texts go into ``contents`` when given.
 
     One statement (enforcement runs it on every ingest: a round trip saved counts).
     """
@@ -341,4 +351,4 @@ def select_victims(
         ) AS v
         ORDER BY v.part_, v.user_id, v.order_
     """
-    return _fetch(sql, params)
+    return _fetch(sql, params, contents)

@@ -15,7 +15,15 @@ from .memory import (
     MemoryRecordManager,
     UserMemoryStats,
 )
-from .policies import DEFAULTS, POLICY_FIELDS, ImportanceRule, Policy, PolicyVersion, preset_values
+from .policies import (
+    DEFAULTS,
+    POLICY_FIELDS,
+    ConfigGeneration,
+    ImportanceRule,
+    Policy,
+    PolicyVersion,
+    preset_values,
+)
 from .sessions import AgentSession, AppState, Artifact, RetiredSession, SessionEvent, UserState
 
 __all__ = [
@@ -28,6 +36,7 @@ __all__ = [
     "AgentSession",
     "AppState",
     "Artifact",
+    "ConfigGeneration",
     "Correction",
     "DailyCounter",
     "EvictedRecord",

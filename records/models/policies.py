@@ -260,3 +260,18 @@ def _unchecked_rule(row: ImportanceRule) -> pure_rules.Rule:
     for field in ("name", "pattern", "action", "importance", "pin", "category", "enabled"):
         object.__setattr__(rule, field, getattr(row, field))
     return rule
+
+
+class ConfigGeneration(models.Model):
+    """One row whose ``value`` changes (to a new random number) whenever any policy or
+    importance rule row is inserted, updated or deleted, by database triggers
+    (migration 0015), so however the change is made. Processes cache policies and rules
+    keyed by it (``records.config_cache``) and read it on every ingest: a cache never
+    serves a policy older than the change. Random, not a counter: a flushed table or a
+    rolled-back change never brings back a value a cache already holds."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"configuration generation {self.value}"
