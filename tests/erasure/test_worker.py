@@ -26,7 +26,7 @@ from django.utils import timezone
 from erasure import jobs
 from erasure.models import ErasureRequest, ErasureStatus
 from memadmin.celery import app as celery_app
-from records.models import MemoryRecord, UserState
+from records.models import MemoryRecord, RecordEmbedding, UserState
 
 from .conftest import populate, subject_counts
 from .helpers import OTHER, USER, submit
@@ -130,6 +130,10 @@ def test_a_worker_killed_mid_job_is_finished_by_another(project_env, tmp_path):
     )
     expected["records.MemoryRecord"] += 3000
     others = populate("pharmacy", OTHER, "mk2x9q")
+    # populate's back-fill embeds every record of the app: the 3,000 above got vectors too
+    vectors = RecordEmbedding.objects.filter(record__app_name="pharmacy", record__user_id=USER)
+    assert vectors.count() == expected["records.RecordEmbedding"] + 3000
+    expected["records.RecordEmbedding"] += 3000
     celery_app.control.purge()  # messages left by earlier runs
 
     env = {
