@@ -11,6 +11,7 @@ from django.db.models import Min
 from records import access_log
 from records.models import (
     POLICY_FIELDS,
+    POLICY_RECORD_FIELDS,
     EvictionEvent,
     MemoryRecord,
     Policy,
@@ -21,19 +22,8 @@ from records.models import (
 from .replay import RecordHistory, Schedule, Search
 
 USER_BATCH = 200
-# MemoryRecord columns in RecordHistory's order (records.models.POLICY_RECORD_FIELDS).
-_RECORD_COLUMNS = (
-    "id",
-    "created_at",
-    "last_accessed_at",
-    "hits",
-    "importance",
-    "pinned",
-    "tokens",
-    "due_at",
-    "slot",
-    "entry_timestamp",
-)
+# MemoryRecord columns in RecordHistory's order: the ones as_policy_record reads.
+_RECORD_COLUMNS = POLICY_RECORD_FIELDS
 _EVICTED_COLUMNS = (
     "record_id",
     "user_id",

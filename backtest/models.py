@@ -15,16 +15,14 @@ class Status(models.TextChoices):
     FAILED = "failed"
 
 
-class BacktestRun(models.Model):
-    """Per-app totals only (``service.Report.as_json``): no user id, no record content."""
+class ReplayJob(models.Model):
+    """What a backtest and a tuning share: an app's window, progress and outcome."""
 
     app_name = models.CharField(max_length=APP_NAME_MAX)
     days = models.PositiveIntegerField()
-    candidate = models.JSONField()  # policy values (Policy.snapshot)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     done = models.PositiveIntegerField(default=0)  # users replayed
     total = models.PositiveIntegerField(default=0)
-    report = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -33,39 +31,29 @@ class BacktestRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        abstract = True
         ordering = ["-created_at"]
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (Status.DONE, Status.FAILED)
+
+
+class BacktestRun(ReplayJob):
+    """Per-app totals only (``service.Report.as_json``): no user id, no record content."""
+
+    candidate = models.JSONField()  # policy values (Policy.snapshot)
+    report = models.JSONField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"backtest {self.pk} of {self.app_name}"
 
-    @property
-    def finished(self) -> bool:
-        return self.status in (Status.DONE, Status.FAILED)
 
-
-class TuneRun(models.Model):
+class TuneRun(ReplayJob):
     """A tuning requested from the Policies page: per-app totals of the best candidates
     (``tune.Tuning.as_json``), no user id, no record content. Applies nothing."""
 
-    app_name = models.CharField(max_length=APP_NAME_MAX)
-    days = models.PositiveIntegerField()
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
-    done = models.PositiveIntegerField(default=0)  # users replayed
-    total = models.PositiveIntegerField(default=0)
     result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"tuning {self.pk} of {self.app_name}"
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (Status.DONE, Status.FAILED)

@@ -10,7 +10,7 @@ from django.utils import timezone
 from records.models import Policy
 
 from . import service, tune
-from .models import BacktestRun, Status, TuneRun
+from .models import BacktestRun, ReplayJob, Status, TuneRun
 
 log = logging.getLogger(__name__)
 
@@ -31,28 +31,13 @@ def start(by, app_name: str, days: int, candidate: Policy, *, enqueue) -> Backte
 
 
 def execute(run_id: int) -> str:
-    run = BacktestRun.objects.filter(pk=run_id).first()
-    if run is None or run.finished:
-        return "gone" if run is None else run.status
-    BacktestRun.objects.filter(pk=run_id).update(status=Status.RUNNING)
+    """Run a queued backtest once; a finished or deleted one is left as it is."""
 
-    def progress(done: int, total: int) -> None:
-        if done % PROGRESS_EVERY == 0 or done == total:
-            BacktestRun.objects.filter(pk=run_id).update(done=done, total=total)
+    def work(run, progress):
+        candidate = Policy(app_name=run.app_name, **run.candidate)
+        return service.run(run.app_name, run.days, candidate, timezone.now(), progress=progress)
 
-    candidate = Policy(app_name=run.app_name, **run.candidate)
-    try:
-        report = service.run(run.app_name, run.days, candidate, timezone.now(), progress=progress)
-    except service.BacktestError as exc:
-        BacktestRun.objects.filter(pk=run_id).update(
-            status=Status.FAILED, error=str(exc), finished_at=timezone.now()
-        )
-        return Status.FAILED
-    BacktestRun.objects.filter(pk=run_id).update(
-        status=Status.DONE, report=report.as_json(), finished_at=timezone.now()
-    )
-    log.info("backtest %d of %s done", run_id, run.app_name)
-    return Status.DONE
+    return _execute(BacktestRun, run_id, work, "report")
 
 
 def start_tune(by, app_name: str, days: int, *, enqueue) -> TuneRun:
@@ -66,24 +51,31 @@ def start_tune(by, app_name: str, days: int, *, enqueue) -> TuneRun:
 
 def execute_tune(run_id: int) -> str:
     """Run a queued tuning once; a finished or deleted one is left as it is."""
-    run = TuneRun.objects.filter(pk=run_id).first()
+
+    def work(run, progress):
+        return tune.tune(run.app_name, run.days, timezone.now(), progress=progress)
+
+    return _execute(TuneRun, run_id, work, "result")
+
+
+def _execute(model: type[ReplayJob], run_id: int, work, field: str) -> str:
+    """The life of a queued job: running, progress every PROGRESS_EVERY users, then done
+    with ``work``'s outcome in ``field`` (its ``as_json``) or failed with its message."""
+    run = model.objects.filter(pk=run_id).first()
     if run is None or run.finished:
         return "gone" if run is None else run.status
-    TuneRun.objects.filter(pk=run_id).update(status=Status.RUNNING)
+    rows = model.objects.filter(pk=run_id)
+    rows.update(status=Status.RUNNING)
 
     def progress(done: int, total: int) -> None:
         if done % PROGRESS_EVERY == 0 or done == total:
-            TuneRun.objects.filter(pk=run_id).update(done=done, total=total)
+            rows.update(done=done, total=total)
 
     try:
-        result = tune.tune(run.app_name, run.days, timezone.now(), progress=progress)
+        outcome = work(run, progress)
     except service.BacktestError as exc:
-        TuneRun.objects.filter(pk=run_id).update(
-            status=Status.FAILED, error=str(exc), finished_at=timezone.now()
-        )
+        rows.update(status=Status.FAILED, error=str(exc), finished_at=timezone.now())
         return Status.FAILED
-    TuneRun.objects.filter(pk=run_id).update(
-        status=Status.DONE, result=result.as_json(), finished_at=timezone.now()
-    )
-    log.info("tuning %d of %s done", run_id, run.app_name)
+    rows.update(status=Status.DONE, **{field: outcome.as_json()}, finished_at=timezone.now())
+    log.info("%s done", run)  # "backtest 7 of pharmacy done"
     return Status.DONE
