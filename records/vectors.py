@@ -35,9 +35,9 @@ MAX_DIMS = 4096
 # 1/61, so agreement between the two rankings outweighs one list's first place.
 RRF_K = 60
 # ``_screen``: how far below the limit-th best approximate score a vector is still
-# scored exactly (the approximation is off by under 1e-11 for vectors of norm <= 10).
+# scored exactly (the approximation is off by under 1e-10: see ``_screen``).
 SCREEN_MARGIN = 1e-6
-_MAX_SQUARED_NORM = 100.0
+_MAX_COMPONENT = 2.0  # a unit vector's numbers are within [-1, 1]
 
 
 class VectorError(ValueError):
@@ -104,13 +104,9 @@ def nearest(query: array, stored: Iterable[tuple[int, bytes]], limit: int) -> li
     """Ids of the ``limit`` stored vectors most similar to ``query`` (cosine; unit
     vectors), best first; ties by higher id. Vectors of another dimension are skipped."""
     size = len(query) * 4
-    ids: list[int] = []
-    blobs: list[bytes] = []
-    for record_id, data in stored:
-        if len(data) == size:
-            ids.append(record_id)
-            blobs.append(data)
-    return nearest_packed(query, ids, b"".join(blobs), limit)
+    kept = [(record_id, data) for record_id, data in stored if len(data) == size]
+    packed = b"".join([data for _, data in kept])
+    return nearest_packed(query, [record_id for record_id, _ in kept], packed, limit)
 
 
 def nearest_packed(query: array, ids: Sequence[int], packed: bytes, limit: int) -> list[int]:
@@ -144,22 +140,25 @@ def nearest_packed(query: array, ids: Sequence[int], packed: bytes, limit: int) 
 
 def _screen(query: list[float], packed: bytes, dims: int, limit: int) -> list[int] | None:
     """Indices of the packed vectors that may be among the ``limit`` nearest: every one
-    whose numpy (float64) dot product is within ``SCREEN_MARGIN`` of the ``limit``-th
-    best. None without numpy, or when a stored vector is not finite or far from unit
-    length (the error bound below would not hold): then every vector is scored.
+    whose numpy dot product (float64) is within ``SCREEN_MARGIN`` of the ``limit``-th
+    best. None without numpy, or when a stored number is not finite or above
+    ``_MAX_COMPONENT`` (the bound below would not hold): then every vector is scored.
 
-    Why nothing of the exact top ``limit`` is dropped: numpy's and ``math.sumprod``'s
-    dot products of the same float64 values differ by at most dims × 2⁻⁵³ × |q||v|
-    (under 1e-11 here). A vector more than ``SCREEN_MARGIN`` below the ``limit``-th best
-    numpy score is then more than 1e-9 below ``limit`` others exactly, so it rounds
-    (9 decimals) strictly below all of them and cannot be in the top ``limit``."""
+    Why nothing of the exact top ``limit`` is dropped: numpy's and ``math.sumprod``'s dot
+    products of the same float64 values differ by at most dims × 2⁻⁵³ × |q||v|, and
+    |v| <= sqrt(dims) × ``_MAX_COMPONENT``: under 1e-10 up to ``MAX_DIMS``. A vector
+    more than ``SCREEN_MARGIN`` below the ``limit``-th best numpy score is then more than
+    1e-9 below ``limit`` others exactly, so it rounds (9 decimals) strictly below all of
+    them and cannot be in the top ``limit``.
+
+    ``einsum``, not ``@``: numpy's own loop, not a multi-threaded BLAS call, which on a
+    busy machine waited for its threads longer than the product takes."""
     if _np is None:
         return None
-    matrix = _np.frombuffer(packed, dtype="<f4").reshape(-1, dims).astype(_np.float64)
-    norms = _np.einsum("ij,ij->i", matrix, matrix)
-    if not (_np.isfinite(norms).all() and norms.max() <= _MAX_SQUARED_NORM):
+    matrix = _np.frombuffer(packed, dtype="<f4").reshape(-1, dims)
+    if not _np.abs(matrix).max() <= _MAX_COMPONENT:  # also False for NaN
         return None
-    approx = matrix @ _np.asarray(query, dtype=_np.float64)
+    approx = _np.einsum("ij,j->i", matrix, _np.asarray(query, dtype=_np.float64))
     cut = len(approx) - limit
     kth = _np.partition(approx, cut)[cut]  # the limit-th best
     return _np.flatnonzero(approx >= kth - SCREEN_MARGIN).tolist()
