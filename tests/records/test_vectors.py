@@ -173,10 +173,32 @@ def test_the_numpy_screen_drops_only_vectors_that_cannot_rank():
     stored = _random_stored(rng, 500, 64)
     packed = b"".join(d for _, d in stored)
     query = vectors.unit([rng.gauss(0.0, 1.0) for _ in range(64)])
-    kept = vectors._screen(query.tolist(), packed, 64, 50)
+    kept, approx, error = vectors._screen(query.tolist(), packed, 64, 50)
+    assert 0 < error < 1e-11
     assert 50 <= len(kept) < 500  # it does drop vectors
     top = set(_reference_nearest(query, stored, 50))
     assert top <= {stored[i][0] for i in kept}
+
+
+def test_scores_near_a_rounding_boundary_are_computed_exactly(monkeypatch):
+    """A huge error bound leaves almost every numpy score ambiguous: the exact scores
+    then decide, with the same result."""
+    pytest.importorskip("numpy")
+    rng = random.Random(5)
+    stored = _random_stored(rng, 300, 64)
+    queries = [vectors.unit([rng.gauss(0.0, 1.0) for _ in range(64)]) for _ in range(10)]
+    exact = []
+    from_bytes = vectors.from_bytes
+    monkeypatch.setattr(vectors, "from_bytes", lambda data: exact.append(1) or from_bytes(data))
+    for factor in (vectors._ERROR_FACTOR, 1e6):
+        monkeypatch.setattr(vectors, "_ERROR_FACTOR", factor)
+        exact.clear()
+        for query in queries:
+            assert vectors.nearest(query, stored, 50) == _reference_nearest(query, stored, 50)
+        if factor == 1e6:
+            assert len(exact) >= 50 * len(queries)  # every candidate scored exactly
+        else:
+            assert len(exact) < 5 * len(queries)  # numpy's rounding almost always stands
 
 
 def test_the_numpy_screen_stands_aside_for_numbers_no_unit_vector_holds():
