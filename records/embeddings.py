@@ -167,7 +167,12 @@ def nearest(app_name: str, user_id: str, query: vectors.array, now: datetime, li
         policy_sql.live_q(now, policy_for(app_name).params())
     )
     rows = RecordEmbedding.objects.filter(record__in=live.values("id"), dims=len(query))
-    return vectors.nearest(query, rows.values_list("record_id", "vector").iterator(), limit)
+    # The ORM writes the statement; a plain cursor reads it, without a model row or
+    # converter per vector, and the blobs are packed into one buffer for the scan.
+    sql, params = rows.values_list("record_id", "vector").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return vectors.nearest(query, cursor.fetchall(), limit)
 
 
 def hybrid(

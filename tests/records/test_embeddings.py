@@ -1,6 +1,7 @@
 """Optional embeddings (MEMADMIN_EMBEDDER) on the database the run uses: vectors written
 at ingest, hybrid search, the back-fill, bad embedders, and nothing at all when unset."""
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -126,6 +127,38 @@ def test_an_expired_record_is_not_returned_by_its_vector(use_embedder):
     add_memories(APP, USER, [_entry(t, 20) for t in TEXTS[1:]], NOW - timedelta(days=20))
     assert len(_vectors()) == len(TEXTS)  # past its TTL at NOW, not evicted yet
     assert _ids()[TEXTS[0]] not in search_ids("automobile")
+
+
+@pytest.mark.parametrize("scan", ["numpy", "pure"])
+def test_nearest_reads_the_users_live_vectors_and_ranks_them_as_a_plain_loop(
+    use_embedder, monkeypatch, scan
+):
+    """More records than the fusion depth, from a few words (so similarities tie), beside
+    another user's and an expired record: the ids of the plain per-vector loop over the
+    user's live vectors, in its order, with and without the numpy screen."""
+    if scan == "numpy":
+        pytest.importorskip("numpy")
+    else:
+        monkeypatch.setattr(vectors, "_np", None)
+    use_embedder("bag_of_concepts")
+    update_policy(APP, {"ttl_days": 30})
+    words = ["car", "roof", "blue", "cat", "shed", "rain"]
+    texts = [f"{words[i % 6]} {words[(i * 7) % 5]} {words[i % 4]} note {i % 9}" for i in range(90)]
+    add_memories(APP, USER, [_entry(TEXTS[0], 40)], NOW - timedelta(days=40))
+    add_memories(APP, USER, [_entry(t, 20) for t in texts], NOW - timedelta(days=20))
+    _add(texts[:10], user="someone-else")
+    expired = MemoryRecord.objects.get(app_name=APP, user_id=USER, content=TEXTS[0]).id
+    live = RecordEmbedding.objects.filter(record__user_id=USER).exclude(record_id=expired)
+    stored = list(live.values_list("record_id", "vector"))
+    assert len(stored) == len(texts)
+    for query in ["car roof blue", "blue rain", "note 3", "cat shed"]:
+        q = vectors.unit(embedders.vector(query))
+        plain = sorted(
+            (-round(math.sumprod(q, vectors.from_bytes(v)), 9), -rid) for rid, v in stored
+        )
+        expected = [-neg for _, neg in plain[: embeddings.FUSION_DEPTH]]
+        assert embeddings.nearest(APP, USER, q, NOW, embeddings.FUSION_DEPTH) == expected
+        assert expired not in expected
 
 
 def test_vectors_are_per_user(use_embedder):
