@@ -30,6 +30,7 @@ import threading
 
 _model = None
 _child: subprocess.Popen | None = None
+_child_of = 0  # the pid that started _child: a forked worker starts its own
 _lock = threading.Lock()
 
 
@@ -50,9 +51,10 @@ def _encode(texts: list[str]) -> list[list[float]]:
 
 
 def _remote(texts: list[str], python: str) -> list[list[float]]:
-    global _child
+    global _child, _child_of
     with _lock:
-        if _child is None or _child.poll() is not None:
+        if _child is None or _child_of != os.getpid() or _child.poll() is not None:
+            _child_of = os.getpid()
             _child = subprocess.Popen(  # noqa: S603 - the interpreter the operator named
                 [python, os.path.abspath(__file__), "--serve"],
                 stdin=subprocess.PIPE,
