@@ -28,9 +28,13 @@ repository).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import pickle
+import statistics
 import sys
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +51,8 @@ class Record:
     counts: Counter  # its search tokens
     length: int  # its token count (BM25 length)
     written_at: int  # microseconds since 1970
+    content: str = ""  # what ingest embeds (records.embeddings.embed_new)
+    vector: bytes = b""  # its stored vector (--embedder), empty when none
 
 
 def _setup() -> None:
@@ -80,6 +86,7 @@ def ingest(user, next_id: int) -> tuple[list[Record], int]:
                     counts=Counter(stored.split(" ")),
                     length=c.tokens,
                     written_at=int(c.entry_timestamp.timestamp() * 1_000_000),
+                    content=c.content,
                 )
             )
             next_id += 1
@@ -113,7 +120,103 @@ def top(question: str, records: list[Record], limit: int = TOP) -> list[Record]:
     return [by_id[i] for i in search_text.rank(terms, candidates, scope, limit)]
 
 
-def run(path: str | None, mode: str, half: str | None, synthetic: int = 0) -> dict:
+@dataclass
+class Fusion:
+    """Hybrid ranking (``--embedder``): the product's fusion (``records.embeddings.hybrid``)
+    with its constants unless a variant is asked for."""
+
+    embedder: str
+    k: int | None = None  # RRF constant (None: records.vectors.RRF_K)
+    lexical_depth: int | None = None  # None: records.embeddings.FUSION_DEPTH
+    vector_depth: int | None = None  # None: records.embeddings.FUSION_DEPTH
+    cache: str | None = None  # a directory to keep vectors in between runs
+
+    def depths(self) -> tuple[int, int, int]:
+        from records import embeddings, vectors
+
+        lexical = max(TOP, self.lexical_depth or embeddings.FUSION_DEPTH)
+        vector = max(TOP, self.vector_depth or embeddings.FUSION_DEPTH)
+        return lexical, vector, self.k or vectors.RRF_K
+
+
+class Vectors:
+    """Unit vectors of texts through ``records.embeddings.embed`` (the product's call and
+    checks, with MEMADMIN_EMBEDDER set to the embedder), kept on disk when asked."""
+
+    def __init__(self, embedder: str, cache: str | None):
+        self.embedder = embedder
+        self.file = None
+        self.known: dict[str, bytes] = {}
+        self.calls = 0
+        self.seconds = 0.0
+        self.texts = 0
+        if cache:
+            name = hashlib.sha256(embedder.encode()).hexdigest()[:16]
+            self.file = Path(cache) / f"vectors-{name}.pickle"
+            if self.file.is_file():
+                self.known = pickle.loads(self.file.read_bytes())  # noqa: S301 - our own cache
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def get(self, texts: list[str], batch: int = 256) -> list[bytes]:
+        from django.conf import settings
+        from django.test import override_settings
+
+        from records import embeddings, vectors
+
+        missing = list(dict.fromkeys(t for t in texts if self._key(t) not in self.known))
+        memadmin = {**settings.MEMADMIN, "EMBEDDER": self.embedder}
+        with override_settings(MEMADMIN=memadmin):
+            for start in range(0, len(missing), batch):
+                chunk = missing[start : start + batch]
+                began = time.perf_counter()
+                found = embeddings.embed(chunk)
+                self.seconds += time.perf_counter() - began
+                self.calls += 1
+                self.texts += len(chunk)
+                for text, vector in zip(chunk, found, strict=True):
+                    self.known[self._key(text)] = (
+                        b"" if vector is None else vectors.to_bytes(vector)
+                    )
+        return [self.known[self._key(t)] for t in texts]
+
+    def save(self) -> None:
+        if self.file is not None:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            self.file.write_bytes(pickle.dumps(self.known))
+
+
+def hybrid(
+    question: str, query_vector: bytes, records: list[Record], fusion: Fusion
+) -> list[Record]:
+    """``records.search.find`` with an embedder: the lexical top ``FUSION_DEPTH`` fused with
+    the nearest ``FUSION_DEPTH`` vectors (``records.embeddings.hybrid``), the same
+    ``records.vectors`` functions."""
+    from records import search_text, vectors
+
+    if not search_text.query_terms(question) or not records:
+        return []  # find returns before fusing when the question has no search term
+    lexical_depth, vector_depth, k = fusion.depths()
+    lexical = [r.id for r in top(question, records, lexical_depth)]
+    if not query_vector:  # the query could not be embedded: lexical ranking alone
+        ids = lexical[:TOP]
+    else:
+        stored = ((r.id, r.vector) for r in records if r.vector)
+        near = vectors.nearest(vectors.from_bytes(query_vector), stored, vector_depth)
+        ids = vectors.fuse(lexical, near, TOP, k)
+    by_id = {r.id: r for r in records}
+    return [by_id[i] for i in ids]
+
+
+def run(
+    path: str | None,
+    mode: str,
+    half: str | None,
+    synthetic: int = 0,
+    fusion: Fusion | None = None,
+) -> dict:
     from .quality import locomo
     from .quality import synthetic as year
     from .quality.data import END
@@ -128,12 +231,24 @@ def run(path: str | None, mode: str, half: str | None, synthetic: int = 0) -> di
     by_category: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     misses = []
     next_id = 1
+    store = Vectors(fusion.embedder, fusion.cache) if fusion else None
+    query_seconds: list[float] = []
     for user in users:
         records, next_id = ingest(user, next_id)
+        if store is not None:
+            for r, vector in zip(records, store.get([r.content for r in records]), strict=True):
+                r.vector = vector
         for q in user.questions:
             ask = q.ask[mode]
             stored = records if ask == END else [r for r in records if r.session < ask]
-            found = top(q.text, stored)
+            if store is None:
+                found = top(q.text, stored)
+            else:
+                calls, seconds = store.calls, store.seconds
+                (query_vector,) = store.get([q.text], batch=1)
+                if store.calls > calls:
+                    query_seconds.append(store.seconds - seconds)
+                found = hybrid(q.text, query_vector, stored, fusion)
             keys = {r.key for r in found}
             ok = all(e in keys for e in q.evidence)
             for cat in (q.category, "all"):
@@ -149,7 +264,9 @@ def run(path: str | None, mode: str, half: str | None, synthetic: int = 0) -> di
                         "top": [r.key for r in found],
                     }
                 )
-    return {
+    if store is not None:
+        store.save()
+    out = {
         "conversations": [u.user_id for u in users],
         "mode": mode,
         "answerable": {
@@ -158,6 +275,23 @@ def run(path: str | None, mode: str, half: str | None, synthetic: int = 0) -> di
         },
         "misses": misses,
     }
+    if fusion is not None:
+        lexical_depth, vector_depth, k = fusion.depths()
+        out["fusion"] = {
+            "embedder": fusion.embedder,
+            "k": k,
+            "lexical_depth": lexical_depth,
+            "vector_depth": vector_depth,
+            # one question embedded per call, as search does (questions already in the
+            # cache are not timed)
+            "query_ms": _median_ms(query_seconds),
+            "queries_timed": len(query_seconds),
+        }
+    return out
+
+
+def _median_ms(seconds: list[float]) -> float | None:
+    return round(statistics.median(seconds) * 1000, 2) if seconds else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,7 +307,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=("a", "b"), help="every other conversation")
     parser.add_argument("--misses", metavar="CATEGORY", help="print the misses of a category")
     parser.add_argument("--json", metavar="OUT", help="write the results (misses included)")
+    parser.add_argument(
+        "--embedder",
+        metavar="PKG.MOD.FN",
+        help="hybrid search: fuse with this embedder's vectors, as MEMADMIN_EMBEDDER does",
+    )
+    parser.add_argument("--cache", metavar="DIR", help="keep the embedder's vectors in DIR")
+    parser.add_argument("--rrf-k", type=int, metavar="K", help="variant: RRF constant")
+    parser.add_argument("--lexical-depth", type=int, metavar="N", help="variant: lexical depth")
+    parser.add_argument("--vector-depth", type=int, metavar="N", help="variant: vector depth")
     args = parser.parse_args(argv)
+    variant = (args.rrf_k, args.lexical_depth, args.vector_depth)
+    if not args.embedder and any(v is not None for v in variant):
+        parser.error("--rrf-k, --lexical-depth and --vector-depth need --embedder")
+    if any(v is not None and v < 1 for v in variant):
+        parser.error("--rrf-k, --lexical-depth and --vector-depth must be at least 1")
+    fusion = (
+        Fusion(args.embedder, args.rrf_k, args.lexical_depth, args.vector_depth, args.cache)
+        if args.embedder
+        else None
+    )
     if args.synthetic:
         modes = ("year",)
     elif not args.locomo or not Path(args.locomo).is_file():
@@ -181,13 +334,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         modes = ("end", "interleaved") if args.mode == "both" else (args.mode,)
     _setup()
-    results = [run(args.locomo, mode, args.half, args.synthetic or 0) for mode in modes]
+    results = [run(args.locomo, mode, args.half, args.synthetic or 0, fusion) for mode in modes]
     for result in results:
         cells = "  ".join(
             f"{cat}: {v['fraction']:.1%} ({v['answerable']}/{v['questions']})"
             for cat, v in result["answerable"].items()
         )
         print(f"{result['mode']:<11} half={args.half or '-'}  {cells}")
+        if "fusion" in result:
+            f = result["fusion"]
+            print(
+                f"  hybrid {f['embedder']} k={f['k']} depths={f['lexical_depth']}/"
+                f"{f['vector_depth']} query embedding median {f['query_ms']} ms "
+                f"({f['queries_timed']} timed)"
+            )
         if args.misses:
             for m in result["misses"]:
                 if m["category"] == args.misses:

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import locomo_replay
 from bench.quality import locomo
 
@@ -45,3 +47,61 @@ def test_command_line_prints_each_mode_and_writes_json(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("end ") and "\ninterleaved " in printed
     assert [r["mode"] for r in json.loads(out.read_text())] == ["end", "interleaved"]
+
+
+EMBEDDER = "tests.embedders.bag_of_concepts"
+
+
+def test_hybrid_fuses_the_embedders_vectors_as_search_does(tmp_path):
+    from tests import embedders
+
+    user = locomo.load(FIXTURE).users[0]
+    records, _ = locomo_replay.ingest(user, 1)
+    fusion = locomo_replay.Fusion(EMBEDDER)
+    store = locomo_replay.Vectors(EMBEDDER, None)
+    for r, vector in zip(records, store.get([r.content for r in records]), strict=True):
+        r.vector = vector
+    assert all(len(r.vector) == embedders.DIMS * 4 for r in records)  # unit float32 bytes
+    # No record holds "kitten": lexically nothing; its concept (cat) is Pixel's turn.
+    assert locomo_replay.top("kitten", records) == []
+    (question,) = store.get(["kitten"])
+    found = locomo_replay.hybrid("kitten", question, records, fusion)
+    assert found and found[0].key == "D1:1"
+    # A word in the records: the lexical hit stays in the fused top 10.
+    (question,) = store.get(["Who painted a mural?"])
+    found = locomo_replay.hybrid("Who painted a mural?", question, records, fusion)
+    assert "D2:2" in [r.key for r in found]
+    assert locomo_replay.hybrid("the of", question, records, fusion) == []  # no search term
+
+
+def test_embedder_flag_reports_the_products_constants_and_caches_vectors(tmp_path):
+    from records import embeddings, vectors
+    from tests import embedders
+
+    questions = sum(len(u.questions) for u in locomo.load(FIXTURE).users)
+    fusion = locomo_replay.Fusion(EMBEDDER, cache=str(tmp_path))
+    first = locomo_replay.run(str(FIXTURE), "end", None, fusion=fusion)
+    assert first["answerable"]["all"]["questions"] == questions
+    f = first["fusion"]
+    assert (f["k"], f["lexical_depth"], f["vector_depth"]) == (
+        vectors.RRF_K,
+        embeddings.FUSION_DEPTH,
+        embeddings.FUSION_DEPTH,
+    )
+    assert f["queries_timed"] == questions
+    assert list(tmp_path.glob("vectors-*.pickle"))
+    calls = len(embedders.CALLS)
+    again = locomo_replay.run(str(FIXTURE), "end", None, fusion=fusion)  # all from the cache
+    assert len(embedders.CALLS) == calls and again["fusion"]["queries_timed"] == 0
+    assert again["answerable"] == first["answerable"]
+
+
+def test_embedder_flag_on_the_command_line_and_variants_need_it(tmp_path, capsys):
+    assert locomo_replay.main(["--locomo", str(FIXTURE), "--embedder", EMBEDDER]) == 0
+    assert "hybrid tests.embedders.bag_of_concepts k=60" in capsys.readouterr().out
+    args = ["--locomo", str(FIXTURE), "--embedder", EMBEDDER, "--rrf-k", "10"]
+    assert locomo_replay.main([*args, "--mode", "end"]) == 0
+    assert " k=10 " in capsys.readouterr().out
+    for bad in (["--rrf-k", "10"], ["--embedder", EMBEDDER, "--vector-depth", "0"]):
+        with pytest.raises(SystemExit):
+            locomo_replay.main(["--locomo", str(FIXTURE), *bad])
