@@ -179,6 +179,9 @@ NO_SUBJECT_DATA: tuple[NoSubjectData, ...] = (
     ),
     NoSubjectData("records.DailyCounter", "per app and day counts; no user column"),
     NoSubjectData("backtest.BacktestRun", "per app and day totals of a backtest; no user column"),
+    NoSubjectData(
+        "backtest.TuneRun", "per app totals of a tuning's best candidates; no user column"
+    ),
     NoSubjectData("sweeper.Run", "run bookkeeping: kind, app, clock, counts; no user"),
     NoSubjectData("sweeper.DailyMetric", "per app and day roll-ups; no user column"),
     NoSubjectData(
