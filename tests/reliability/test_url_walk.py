@@ -13,7 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from api.keys import create_key
-from backtest.models import BacktestRun
+from backtest.models import BacktestRun, TuneRun
 from erasure import jobs
 from erasure.models import ErasureRequest
 from memadmin.models import AuditEntry
@@ -95,6 +95,7 @@ def world(make_user):
         "key": key,
         "erasure": req,
         "backtest": BacktestRun.objects.create(app_name=app, days=7, candidate={}),
+        "tuning": TuneRun.objects.create(app_name=app, days=7),
     }
 
 
@@ -123,6 +124,8 @@ def page_urls(w):
         "sweeper:sweeps": (reverse("sweeper:sweeps"), ALL),
         "sweeper:run": (reverse("sweeper:run", args=[w["plan"].pk]), ALL),
         "backtest:run": (reverse("backtest:run", args=[w["backtest"].pk]), ALL),
+        "backtest:tune_run": (reverse("backtest:tune_run", args=[w["tuning"].pk]), ALL),
+        "records:embeddings": (reverse("records:embeddings"), ALL),
         "api:keys": (reverse("api:keys"), {"ops", "superuser"}),
         "erasure:list": (reverse("erasure:list"), {"compliance", "superuser"}),
         "erasure:submit": (reverse("erasure:submit"), {"compliance", "superuser"}),
@@ -171,6 +174,12 @@ def action_urls(w):
         ),
         "sweeper:apply": (reverse("sweeper:apply", args=[w["plan"].pk]), {"ops", "superuser"}, {}),
         "backtest:start": (reverse("backtest:start", args=[a]), {"ops", "superuser"}, {}),
+        "backtest:tune": (reverse("backtest:tune", args=[a]), {"ops", "superuser"}, {}),
+        "records:embeddings_backfill": (
+            reverse("records:embeddings_backfill"),
+            {"ops", "superuser"},
+            {},
+        ),
         "api:revoke": (reverse("api:revoke", args=[w["key"].pk]), {"ops", "superuser"}, {}),
         "erasure:reauth": (
             reverse("erasure:reauth"),
