@@ -211,6 +211,10 @@ def flush_touches() -> int:
 
 @shared_task(ignore_result=True)
 def rollup_metrics() -> None:
+    # Ingest and search counts wait in the touch buffer (Redis) until a flush: move them
+    # first, or today's roll-up lags them by one flush interval. A flush already
+    # running elsewhere is skipped (it holds the lock and moves the same counts).
+    touches.flush_touches()
     now = timezone.now()
     metrics.rollup_day((now - metrics.ONE_DAY).date(), now)  # yesterday, complete
     metrics.rollup_day(now.date(), now)  # today so far

@@ -77,3 +77,16 @@ def test_measure_command_prints_the_articles_numbers(capsys):
     out = capsys.readouterr().out
     assert "records per user" in out and "max 4" in out
     assert MemoryRecord.objects.count() == 6
+
+
+@pytest.mark.redis
+def test_the_scheduled_rollup_counts_ingests_still_in_the_touch_buffer():
+    from django.utils import timezone
+
+    from sweeper import tasks
+
+    now = timezone.now()
+    add_session(session(["My name is Ana", "Deliver to 4 Mill Lane"], app="a"), now)
+    # The counts wait in Redis: the roll-up task moves them before counting.
+    tasks.rollup_metrics()
+    assert metrics(now.date())["a", "sessions_ingested"] == 1
