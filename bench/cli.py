@@ -101,6 +101,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "synthetic_users": 2,
             "synthetic_sessions": 40,
             "processes": 2,
+            "starts": ["article", "default"],  # the policies the tuner starts from
         },
         # A taste of every dataset and policy: one conversation, two small users.
         "quality": {
@@ -170,6 +171,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "synthetic_users": 12,
             "synthetic_sessions": 110,
             "processes": 2,
+            "starts": ["article", "default"],
         },
         "quality": {
             "budgets": [50, 100, 200, 400],

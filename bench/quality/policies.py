@@ -34,7 +34,7 @@ from records.policy import CENTURY_DAYS, LIMITS  # pure: no Django
 DEFAULT = "default"
 ARTICLE = "article"
 KEEP_ALL = "keep-all"
-TUNED = "tuned"  # the default with the tuner's values (scenario "tuning")
+TUNED = "tuned"  # a starting policy with the tuner's values (scenario "tuning")
 BASELINES = ("fifo", "lru", "lfu", "random")
 POLICIES = (DEFAULT, ARTICLE, *BASELINES)
 
@@ -57,19 +57,31 @@ ORDERS = {
 }
 
 
-def configure(app_name: str, policy: str, budget: int | None, values: str = "") -> None:
-    """Give ``app_name`` the policy row this replay runs with (``values``: JSON policy
-    fields on top of the default, for ``TUNED``)."""
+def configure(
+    app_name: str, policy: str, budget: int | None, values: str = "", start: str = DEFAULT
+) -> None:
+    """Give ``app_name`` the policy row this replay runs with (for ``TUNED``: the
+    ``start`` policy with ``values``, JSON policy fields, on top)."""
     import json
 
-    from records.models import preset_values
     from records.policies import policy_for, update_policy
 
     policy_for(app_name)  # the product's defaults for a new app
+    if policy == TUNED:
+        if start not in (DEFAULT, ARTICLE):
+            raise ValueError(f"unknown starting policy {start!r}; expected default or article")
+        changes = {**_changes(start, budget), **json.loads(values)}
+    else:
+        changes = _changes(policy, budget)
+    update_policy(app_name, changes, note=f"quality bench: {policy}")
+
+
+def _changes(policy: str, budget: int | None) -> dict:
+    """The policy fields ``policy`` sets on a new app's default row."""
+    from records.models import preset_values
+
     if policy == DEFAULT:
         changes = {"max_records": budget, "max_tokens": UNBOUNDED}
-    elif policy == TUNED:
-        changes = {**json.loads(values), "max_records": budget, "max_tokens": UNBOUNDED}
     elif policy == ARTICLE:
         changes = {
             **preset_values(ARTICLE),  # the article's weights, half-life, fresh start ...
@@ -89,7 +101,7 @@ def configure(app_name: str, policy: str, budget: int | None, values: str = "") 
         raise ValueError(
             f"unknown policy {policy!r}; expected one of {POLICIES + (KEEP_ALL, TUNED)}"
         )
-    update_policy(app_name, changes, note=f"quality bench: {policy}")
+    return changes
 
 
 def baseline_victims(app_name: str, user_id: str, policy: str, budget: int, seed: int) -> list:

@@ -45,8 +45,9 @@ class Job:
     policy: str
     budget: int | None
     run: int = 1  # 2: the same replay again, for the determinism check
-    # Policy "tuned": the default policy with these values (JSON, policy fields).
+    # Policy "tuned": the ``start`` policy with these values (JSON, policy fields).
     values: str = ""
+    start: str = "default"
     # Only the sessions before this many days from the first (the tuner's half year).
     until_day: int | None = None
     # Questions asked from this many days on are counted apart too (the other half).
@@ -58,7 +59,10 @@ class Job:
         rerun = f"-run{self.run}" if self.run > 1 else ""
         half = f"-until{self.until_day}" if self.until_day is not None else ""
         tuned = f"-{hashlib.sha256(self.values.encode()).hexdigest()[:8]}" if self.values else ""
-        return f"quality-{self.dataset}-{self.mode}-{self.policy}-{budget}{rerun}{half}{tuned}"
+        start = f"-from-{self.start}" if self.policy == "tuned" else ""
+        return (
+            f"quality-{self.dataset}-{self.mode}-{self.policy}{start}-{budget}{rerun}{half}{tuned}"
+        )
 
 
 @dataclass
@@ -259,7 +263,9 @@ def _finish(app: str, outcome: Outcome, users: list[str], pinned: set[str]) -> N
 async def replay(job: Job, dataset: data.Dataset, sessions: dict[str, list]) -> Outcome:
     from records.memory_service import EvictingMemoryService
 
-    await sync_to_async(policies.configure)(job.app, job.policy, job.budget, job.values)
+    await sync_to_async(policies.configure)(
+        job.app, job.policy, job.budget, job.values, job.start
+    )
     clock = ReplayClock()
     memory = EvictingMemoryService(clock=clock)
     outcome = Outcome(job=asdict(job))

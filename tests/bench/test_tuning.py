@@ -19,7 +19,10 @@ def test_a_half_year_job_has_its_own_app_and_a_tuned_one_its_values():
     half = Job("synthetic", "year", "default", 100, until_day=180)
     tuned = Job("synthetic", "year", "tuned", 100, values='{"w_recency": 0.25}')
     other = Job("synthetic", "year", "tuned", 100, values='{"w_recency": 0.75}')
-    assert len({full.app, half.app, tuned.app, other.app}) == 4
+    from_article = Job(
+        "synthetic", "year", "tuned", 100, values='{"w_recency": 0.25}', start="article"
+    )
+    assert len({full.app, half.app, tuned.app, other.app, from_article.app}) == 5
 
 
 @pytest.mark.postgres
@@ -43,7 +46,11 @@ def test_tuning_bench_tunes_on_the_first_half_and_judges_the_second(tmp_path, se
     report = json.loads(out.read_text())
     checks = [c for c in report["checks"] if c["scenario"] == "tuning"]
     assert checks and all(c["passed"] for c in checks), checks
-    [row] = [r for r in report["rows"] if r["scenario"].startswith("tuning: answerable@10")]
-    assert row["baseline"] == "the starting policy (default)"
-    assert 0 <= row["ours"] <= 100 and 0 <= row["base"] <= 100
-    assert "92 candidates" in row["size"]
+    rows = [r for r in report["rows"] if r["scenario"].startswith("tuning from ")]
+    assert [r["baseline"] for r in rows] == [
+        "the starting policy (article)",
+        "the starting policy (default)",
+    ]
+    for row in rows:
+        assert 0 <= row["ours"] <= 100 and 0 <= row["base"] <= 100
+        assert "92 candidates" in row["size"]
