@@ -101,7 +101,8 @@ def run(report, size: dict, env: dict) -> None:
         t = tuned[start_policy, budget]
         report.rows.append(
             Row(
-                f"tuning from {start_policy}: answerable@10, months 7-12, {budget} records per user",
+                f"tuning from {start_policy}: answerable@10, months 7-12, "
+                f"{budget} records per user",
                 f"{data}; tuned on months 1-6 ({t['tried']} candidates)",
                 round(after, 1),
                 unit="%",
