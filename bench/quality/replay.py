@@ -263,9 +263,7 @@ def _finish(app: str, outcome: Outcome, users: list[str], pinned: set[str]) -> N
 async def replay(job: Job, dataset: data.Dataset, sessions: dict[str, list]) -> Outcome:
     from records.memory_service import EvictingMemoryService
 
-    await sync_to_async(policies.configure)(
-        job.app, job.policy, job.budget, job.values, job.start
-    )
+    await sync_to_async(policies.configure)(job.app, job.policy, job.budget, job.values, job.start)
     clock = ReplayClock()
     memory = EvictingMemoryService(clock=clock)
     outcome = Outcome(job=asdict(job))
