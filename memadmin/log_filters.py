@@ -7,6 +7,7 @@ log refusals (CSRF, admin lookups) and the development server's access log.
 from __future__ import annotations
 
 import logging
+from functools import cache
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
@@ -81,4 +82,93 @@ class AccessLogFilter(logging.Filter):
             if space and space2 and target:
                 line = f"{method} {pseudonymous_target(target)} {version}"
                 record.args = (line, *record.args[1:])
+        return True
+
+
+# --- database errors --------------------------------------------------------------------
+
+WITHHELD = "its text is withheld: database errors can quote stored values"
+
+
+@cache
+def _database_errors() -> tuple[type[BaseException], ...]:
+    import sqlite3
+
+    import psycopg
+    from django.db import Error
+
+    return (Error, psycopg.Error, sqlite3.Error)
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and the exceptions it was raised from or during, innermost last."""
+    chain, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        chain.append(error)
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    return chain
+
+
+def withheld(error: BaseException) -> str:
+    """A database error without its text: PostgreSQL's details quote the row ("Failing
+    row contains (...)", "Key (user_id)=(...)"), SQLite's the values. What identifies
+    the failure without a value stays: the class, SQLSTATE, constraint and table."""
+    facts = []
+    for e in _chain(error):
+        diag = getattr(e, "diag", None)
+        if diag is not None:
+            facts += [
+                f"{name} {value}"
+                for name, value in (
+                    ("SQLSTATE", diag.sqlstate),
+                    ("constraint", diag.constraint_name),
+                    ("table", diag.table_name),
+                )
+                if value
+            ]
+            break
+    return f"{type(error).__name__} ({'; '.join([*facts, WITHHELD])})"
+
+
+def _traceback(error: BaseException) -> str:
+    """The traceback of ``error`` and its chain with each database error's text withheld."""
+    import traceback
+
+    database = _database_errors()
+    parts = []
+    for e in reversed(_chain(error)):
+        if parts:
+            parts.append("\nThe above exception led to the following one:\n\n")
+        parts.append("Traceback (most recent call last):\n")
+        parts.extend(traceback.format_tb(e.__traceback__))
+        if isinstance(e, database):
+            parts.append(f"{type(e).__module__}.{withheld(e)}\n")
+        else:
+            parts.extend(traceback.format_exception_only(e))
+    return "".join(parts).rstrip("\n")
+
+
+class DatabaseErrorFilter(logging.Filter):
+    """Every handler: a database error's text never reaches a log line.
+
+    Its traceback keeps the frames and the failure's class, SQLSTATE and constraint
+    (``withheld``); an error passed as an argument is rendered the same way, and so is
+    the ``exc`` Celery puts in a failed task's line.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        database = _database_errors()
+        error = record.exc_info[1] if record.exc_info else None
+        in_chain = error is not None and any(isinstance(e, database) for e in _chain(error))
+        if in_chain:
+            # Both formatters print exc_text when exc_info is gone (the JSON one would
+            # format exc_info again otherwise).
+            record.exc_info, record.exc_text = None, _traceback(error)
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                withheld(arg) if isinstance(arg, database) else arg for arg in record.args
+            )
+        elif isinstance(record.args, dict) and in_chain and "exc" in record.args:
+            record.args = {**record.args, "exc": withheld(error)}  # celery.app.trace
         return True

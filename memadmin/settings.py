@@ -397,7 +397,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MEMADMIN_API_MAX_BODY_BYTES)
 # Every record reaches one handler (Django's own "django" console handler would print
 # each warning a second time with DEBUG on). The filters keep memory user ids out of the
 # request, security and runserver access lines and log a refused request in one line;
-# the handler's filter adds the request id and the Celery task id to every record.
+# the handler's filters add the request id and the Celery task id to every record and
+# withhold the text of database errors (it can quote stored values).
 LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain") or "plain"
 if LOG_FORMAT not in {"plain", "json"}:
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}.")
@@ -413,12 +414,13 @@ LOGGING = {
         "context": {"()": "memadmin.request_context.ContextFilter"},
         "request_privacy": {"()": "memadmin.log_filters.RequestLogFilter"},
         "access_privacy": {"()": "memadmin.log_filters.AccessLogFilter"},
+        "database_errors": {"()": "memadmin.log_filters.DatabaseErrorFilter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["context"],
+            "filters": ["context", "database_errors"],
         }
     },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},

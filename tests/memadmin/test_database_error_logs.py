@@ -1,0 +1,120 @@
+"""A database error's text never reaches a log line: PostgreSQL's details quote the
+row ("Failing row contains (...)") and the key ("Key (user_id)=(...)")."""
+
+import io
+import json
+import logging
+from datetime import UTC, datetime
+
+import pytest
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from memadmin.log_filters import WITHHELD, DatabaseErrorFilter
+from memadmin.log_format import JsonFormatter
+from records.models import MemoryRecord
+
+from ..records.factories import make_records
+
+pytestmark = pytest.mark.django_db
+
+USER = "cust-k7q2xw"
+SECRET = "I am allergic to penicillin"
+
+
+def database_error() -> IntegrityError:
+    """A real one: a check constraint refusing a row that holds memory content."""
+    [record] = make_records("pharmacy", USER, 1, datetime(2026, 6, 1, tzinfo=UTC), content=SECRET)
+    try:
+        with transaction.atomic():
+            MemoryRecord.objects.filter(pk=record.pk).update(tokens=-1)
+    except IntegrityError as error:
+        return error
+    raise AssertionError("the database took a negative token count")
+
+
+def rendered(formatter: logging.Formatter, emit) -> str:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter)
+    handler.addFilter(DatabaseErrorFilter())
+    logger = logging.getLogger("memadmin.test.database_errors")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        emit(logger)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    return stream.getvalue()
+
+
+def raised(logger: logging.Logger, error: BaseException) -> None:
+    try:
+        raise RuntimeError("the ingest failed") from error
+    except RuntimeError:
+        logger.exception("task failed")
+
+
+@pytest.mark.parametrize("formatter", [logging.Formatter("%(message)s"), JsonFormatter()])
+def test_a_traceback_keeps_its_frames_but_not_the_database_text(formatter):
+    error = database_error()
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        assert SECRET in str(error.__cause__)  # what would have been logged
+    out = rendered(formatter, lambda logger: raised(logger, error))
+    if isinstance(formatter, JsonFormatter):
+        out = json.loads(out)["exc_info"]
+    assert SECRET not in out and USER not in out
+    assert "Traceback (most recent call last)" in out and "database_error" in out
+    assert "IntegrityError" in out and WITHHELD in out
+    assert "RuntimeError: the ingest failed" in out  # other exceptions keep their text
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        assert "SQLSTATE 23514" in out and "record_tokens_nonneg" in out
+
+
+def test_an_error_passed_as_an_argument_is_withheld_too():
+    error = database_error()
+    out = rendered(
+        logging.Formatter("%(message)s"),
+        lambda logger: logger.warning("database refused a value on %s: %s", "/api/x", error),
+    )
+    assert SECRET not in out and out.startswith("database refused a value on /api/x: ")
+    assert "IntegrityError" in out and WITHHELD in out
+
+
+def test_a_failed_celery_tasks_line_withholds_its_exc():
+    """celery.app.trace logs ``Task %(name)s[%(id)s] %(description)s: %(exc)s`` with the
+    exception's repr in ``exc``."""
+    error = database_error()
+
+    def emit(logger):
+        try:
+            raise error
+        except IntegrityError as e:
+            logger.error(
+                "Task %(name)s[%(id)s] %(description)s: %(exc)s",
+                {"name": "records.tasks.x", "id": "1", "description": "raised", "exc": repr(e)},
+                exc_info=True,
+            )
+
+    out = rendered(logging.Formatter("%(message)s"), emit)
+    assert SECRET not in out and "Task records.tasks.x[1] raised: IntegrityError" in out
+
+
+def test_other_errors_are_logged_as_they_are():
+    def emit(logger):
+        try:
+            raise ValueError("max_records must be at least 1")
+        except ValueError:
+            logger.exception("bad policy")
+
+    out = rendered(logging.Formatter("%(message)s"), emit)
+    assert "ValueError: max_records must be at least 1" in out and WITHHELD not in out
+
+
+def test_every_log_line_passes_the_filter():
+    console = settings.LOGGING["handlers"]["console"]
+    filters = settings.LOGGING["filters"]
+    assert "database_errors" in console["filters"]
+    assert filters["database_errors"]["()"] == "memadmin.log_filters.DatabaseErrorFilter"
+    assert settings.LOGGING["root"]["handlers"] == ["console"]
