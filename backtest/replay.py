@@ -9,9 +9,10 @@ at its start; records removed for reasons no policy decides (manual deletes, sum
 go when they really went, whatever the policy.
 
 Regret of a replayed policy, per search: it returned a record the policy had already
-evicted ("lost"), or its term hashes matched a record the policy had evicted that was
-really evicted too (the live regret check, replayed). "Saved": it matched a record the
-real policy evicted that this policy still held.
+evicted by TTL or a cap ("lost"; one it superseded was replaced by a newer statement of
+the same slot, which answers instead), or its term hashes matched a record the policy
+had evicted that was really evicted too (the live regret check, replayed). "Saved": it
+matched a record the real policy evicted that this policy still held.
 """
 
 from __future__ import annotations
@@ -243,7 +244,8 @@ def replay_prepared(prep: Prepared, schedule: Schedule) -> UserResult:
                 day.evictions += 1
         for s, matched in by_moment.get(t, ()):
             day.searches += 1
-            lost = any(i in evicted for i in s.record_ids)
+            # A record superseded meanwhile is no loss: its slot's newer statement answers.
+            lost = any(evicted_reason.get(i) in REGRET_REASONS for i in s.record_ids)
             matched_gone = saved = False
             for i in matched:
                 if i in live:

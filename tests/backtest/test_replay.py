@@ -133,3 +133,24 @@ def test_one_prepared_history_replays_under_many_schedules_as_each_alone():
     alone = [replay_user(records, searches, s, T0, END) for s in schedules]
     assert results == alone + alone
     assert len({tuple(sorted(r.evicted)) for r in alone}) > 1  # the schedules differ
+
+
+def test_a_superseded_record_a_search_returned_is_not_a_loss():
+    """A newer statement of the same slot replaced it: the search has its answer."""
+
+    def address(i, at):
+        return replace(written(i, at), slot="address", importance=0.5)
+
+    old, new = address(1, T0 + HOUR), address(2, T0 + 3 * HOUR)
+    returned_old = Search(T0 + 4 * HOUR, (1,), frozenset())
+    roomy = pure.PolicyParams(max_records=5)
+    ran_without = Schedule.fixed(replace(roomy, supersede=False))  # the policy that ran
+    history = explained([old, new], [returned_old], ran_without)
+    superseding = Schedule.fixed(replace(roomy, supersede=True))
+    ran = replay_user(history, [returned_old], superseding, T0, END)
+    assert ran.evicted == {1: T0 + 3 * HOUR}
+    assert (ran.days[0].lost, ran.days[0].regret) == (0, 0)
+    # Evicted by a cap instead, the same search lost it.
+    capped = Schedule.fixed(replace(roomy, max_records=1, supersede=False))
+    ran = replay_user(history, [returned_old], capped, T0, END)
+    assert 1 in ran.evicted and (ran.days[0].lost, ran.days[0].regret) == (1, 1)
