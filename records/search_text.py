@@ -78,10 +78,11 @@ BM25_B = 0.3
 TIE_BAND = 0.20
 # Word once: a query word counts once in a record, by the narrowest of its own layers
 # there (exact, else stem, else prefix) or its context layer if that scores more: its
-# stem and prefix, or the same word in the turns before, do not add to an exact match. Summing the layers let a common word with many forms (and a
-# turn repeating the turn before it) outscore a rare word; on LoCoMo with nothing
-# evicted the best layer answered 64.6% → 65.5% (end) and 67.1% → 68.2% (interleaved),
-# on both halves of the public conversations (docs/search.md).
+# stem and prefix, or the same word in the turns before, do not add to an exact match.
+# Summing the layers let a common word with many forms (and a turn repeating the turn
+# before it) outscore a rare word; on LoCoMo with nothing evicted counting each word
+# once answered 64.6% → 65.5% (end) and 67.1% → 68.2% (interleaved), on both halves of
+# the public conversations (docs/search.md).
 
 STOPWORDS = frozenset(
     """
