@@ -14,16 +14,21 @@ Each word is stored in three layers, and a query word is looked up in all three:
   "allergies" finds "allergic" (which the stemmer maps elsewhere).
 
 Each layer is a BM25 term of its own with its own document frequency, weighted 1, 1/2
-and 1/4: an exact match always earns more than a stem or prefix match, and a rare word
-("kiwi") outweighs a common one ("allergy") however many forms of it match. A query word
-counts once in a record, by the best of its layers there (its forms do not add up).
+and 1/4: a stem or prefix match counts as an exact match would if 2 or 4 times as many
+records held the word (its document frequency is multiplied, see ``term_idf``). A
+query word counts once in a record, by the narrowest of its layers the record holds
+(exact, else stem, else prefix) or its context layer if that scores more: its forms do
+not add up. So a rare word ("kiwi") outweighs a common one ("allergy") however many forms
+of it match, and a stem match of a rare word ("sleep" for "sleeping") outweighs an exact
+match of a word more than twice as common.
 
 A record said in a conversation is also indexed with the words of the turns before it
 (``CONTEXT_TURNS``, their authors' names included), as a fourth layer marked ``@``
 ("@camping", "@~camp"; no prefix layer): a reply's meaning depends on the question it
 answers ("What did you do while camping?" → "We roasted marshmallows…"). A query looks
 each exact and stem term up in this layer too, at ``CONTEXT_WEIGHT`` of that layer's
-weight, so the record's own words still outrank the same words in its context.
+weight (a factor of the term's IDF), so the record's own words still outrank the same
+words in its context.
 
 Scripts written without spaces (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar) are cut
 into overlapping character pairs ("東京都" → 東京, 京都) and single characters are
@@ -53,6 +58,8 @@ STEM_MARK = "~"
 PREFIX_MARK = "^"
 PREFIX_LETTERS = 5
 PREFIX_MIN_LETTERS = 7
+# A stem (prefix) match counts as an exact match of a word 2 (4) times as common
+# (``term_idf``).
 EXACT_WEIGHT, STEM_WEIGHT, PREFIX_WEIGHT = 1.0, 0.5, 0.25
 # Contextual indexing: the preceding turns of a record's session, weighted half (on
 # LoCoMo with nothing evicted, answerable@10 rose from 57.5% to 64.6%).
@@ -69,12 +76,13 @@ BM25_B = 0.3
 # record ranks first: a new address outranks the notes it replaced, which match the
 # same words (see ``rank``).
 TIE_BAND = 0.20
-# Word once: a query word counts once in a record, by the best of its layers there (exact, stem,
-# prefix, context): its stem and prefix, or the same word in the turns before, do not
-# add to an exact match. Summing the layers let a common word with many forms (and a
-# turn repeating the turn before it) outscore a rare word; on LoCoMo with nothing
-# evicted the best layer answered 64.6% → 65.5% (end) and 67.1% → 68.2% (interleaved),
-# on both halves of the public conversations (docs/search.md).
+# Word once: a query word counts once in a record, by the narrowest of its own layers
+# there (exact, else stem, else prefix) or its context layer if that scores more: its
+# stem and prefix, or the same word in the turns before, do not add to an exact match.
+# Summing the layers let a common word with many forms (and a turn repeating the turn
+# before it) outscore a rare word; on LoCoMo with nothing evicted counting each word
+# once answered 64.6% → 65.5% (end) and 67.1% → 68.2% (interleaved), on both halves of
+# the public conversations (docs/search.md).
 
 STOPWORDS = frozenset(
     """
@@ -241,6 +249,8 @@ def query_terms(query: str) -> list[QueryTerm]:
 
     Exact and stem forms are also looked up in the context layer, at CONTEXT_WEIGHT.
     A token two words share (two words with one stem) belongs to the first of them.
+    Each word's own forms come in the order exact, stem, prefix (``bm25_scores`` takes
+    the first a record holds), each exact or stem form followed by its context form.
     """
     weights: dict[str, float] = {}
     words: dict[str, int] = {}
@@ -306,23 +316,46 @@ class Scope:
     mean_length: float
 
 
+def term_idf(term: QueryTerm, df: int, records: int) -> float:
+    """A term's BM25 IDF, its layer's weight included.
+
+    A stem or prefix form of the record's own words counts as the exact word would if
+    1/weight times as many records held it (2 for a stem, 4 for a prefix): the weight
+    divides the rarity, not its logarithm (for a rare word, the IDF less ln 2 or ln 4).
+    Halving the IDF instead scored a stem match of a word one record in 568 holds
+    ("sleep" for "sleeping") below an exact match of a word one in 47 holds ("coffee"),
+    as if the rare word were held by √N records. A form held by at least 1/2 (stem) or
+    1/4 (prefix) of the records counts as held by all of them: the smallest IDF, the
+    same for both layers (newer first then, as in any tie).
+
+    The context layer (``@``) keeps its weight as a factor of the IDF: it is other
+    turns' words, not this record's, and its weight was measured that way (LoCoMo:
+    making it a frequency factor too lost category-1 questions).
+    """
+    if term.token.startswith(CONTEXT_MARK):
+        return term.weight * math.log(1 + (records - df + 0.5) / (df + 0.5))
+    d = min(records, df / term.weight)  # the weight is 1, 1/2 or 1/4: exact arithmetic
+    return math.log(1 + (records - d + 0.5) / (d + 0.5))
+
+
 def bm25_scores(
     terms: Sequence[QueryTerm], candidates: Sequence[Candidate], scope: Scope
 ) -> dict[int, float]:
     """BM25 of every candidate; document frequencies are counted over the candidates.
 
     Every record holding a query token is a candidate, so the counts are exact for the
-    user's scope. Each layer's weight multiplies its term's contribution, and each query
-    word counts once, by the best of its layers in the record (see the note on the
-    module's constants).
+    user's scope. Each layer's weight is in its term's IDF (``term_idf``), and each
+    query word counts once: by the narrowest of its own layers the record holds (exact,
+    else stem, else prefix; a broader layer's higher count, "allergi" in "allergy,
+    allergies", does not outscore the exact word), or by its context layer if that
+    scores more (see the note on the module's constants).
     """
     columns = list(zip(*(c.counts for c in candidates), strict=True))  # one per term
     df = [len(col) - col.count(0) for col in columns] if candidates else [0] * len(terms)
     n = max(scope.records, len(candidates))
-    idf = [
-        t.weight * math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in zip(terms, df, strict=True)
-    ]
+    idf = [term_idf(t, d, n) for t, d in zip(terms, df, strict=True)]
     words = [t.word for t in terms]
+    own = [not t.token.startswith(CONTEXT_MARK) for t in terms]
     mean = scope.mean_length if scope.mean_length > 0 else 1.0
     k1 = BM25_K1
     scores = {}
@@ -335,8 +368,13 @@ def bm25_scores(
         if score is None:
             norm = k1 * (1 - BM25_B + BM25_B * max(c.length, 1) / mean)
             best: dict[int, float] = {}
-            for word, w, f in zip(words, idf, c.counts, strict=True):
+            held: set[int] = set()  # words matched in one of their own layers already
+            for word, w, f, mine in zip(words, idf, c.counts, own, strict=True):
                 if f:
+                    if mine:
+                        if word in held:
+                            continue  # a broader form of a word the record holds
+                        held.add(word)
                     part = w * f * (k1 + 1) / (f + norm)
                     if part > best.get(word, 0.0):
                         best[word] = part

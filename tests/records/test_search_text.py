@@ -128,7 +128,20 @@ def test_a_rare_word_outweighs_a_common_one_with_all_its_forms():
 def test_an_exact_word_outranks_its_stem_and_prefix_matches():
     texts = ["allergic to nuts", "allergies to nuts", "allergy to nuts", "allergen in nuts"]
     assert _rank("allergic", texts, ats=[0, 3, 2, 1])[0] == 0
-    assert _rank("allergies", texts, ats=[3, 0, 2, 1])[:2] == [1, 2]
+    # among 40 records, then the stem match before the (newer) prefix match
+    assert _rank("allergies", texts, records=40, ats=[3, 0, 2, 1])[:3] == [1, 2, 0]
+    # a form in every record says nothing: stem and prefix matches tie, newer first
+    assert _rank("allergies", texts, ats=[3, 0, 2, 1])[:3] == [1, 0, 2]
+
+
+def test_a_stem_match_of_a_rare_word_outranks_an_exact_match_of_a_common_one():
+    # "sleep" is in 1 record of 100, "coffee" in 12: a stem match of the rare word
+    # beats the exact common word (halving its IDF put it below all twelve)
+    texts = ["decaf after midday or I cannot sleep"] + ["a coffee grinder"] * 12
+    assert _rank("trouble sleeping after coffee", texts, records=100, ats=[0] + [1] * 12)[0] == 0
+    # an exact match of the rare word still beats its stem match
+    texts = ["cannot sleep at night", "sleeping badly again"]
+    assert _rank("sleeping", texts, records=100, ats=[1, 0]) == [1, 0]
 
 
 def test_near_equal_scores_rank_newer_first_then_higher_id():
