@@ -133,13 +133,6 @@ def pinned_entries(app_name: str, user_id: str) -> list[MemoryEntry]:
 
 
 def to_memory_entry(record: MemoryRecord) -> MemoryEntry:
-    """The record as ADK's ``MemoryEntry``.
-
-    Built with ``model_construct``: every value is already of its field's type (a
-    record's columns), so pydantic's validation, and google-genai's field checks, are
-    skipped; they were a tenth of a search at 500 records. The same model as the
-    validated one (``tests/records/test_memory_service.py`` checks).
-    """
     stamp = record.entry_timestamp or record.created_at
     metadata = dict(record.custom_metadata or {})
     metadata.update(
@@ -149,11 +142,11 @@ def to_memory_entry(record: MemoryRecord) -> MemoryEntry:
         pinned=record.pinned,
         category=record.category,
     )
-    return MemoryEntry.model_construct(
+    return MemoryEntry(
         id=str(record.id),
-        content=types.Content.model_construct(
+        content=types.Content(
             role="user" if record.author == "user" else "model",
-            parts=[types.Part.model_construct(text=record.content)],
+            parts=[types.Part(text=record.content)],
         ),
         author=record.author or None,
         timestamp=stamp.astimezone(UTC).isoformat(),

@@ -51,30 +51,6 @@ def test_add_session_then_search_returns_memory_entries_with_ids_and_metadata():
     assert entry.custom_metadata["pinned"] is True and entry.custom_metadata["importance"] == 0.95
 
 
-def test_search_entries_are_the_same_models_as_validated_ones():
-    """Entries are built without validation (``model_construct``): the same models,
-    field for field and as sent on (JSON), as pydantic builds from the same values."""
-    svc = service()
-    run(svc.add_session_to_memory(session(["I am allergic to penicillin"], id="s-7")))
-    [entry] = run(svc.search_memory(app_name="pharmacy", user_id="u1", query="penicillin")).memories
-    validated = MemoryEntry(
-        id=entry.id,
-        content=types.Content(
-            role=entry.content.role, parts=[types.Part(text=entry.content.parts[0].text)]
-        ),
-        author=entry.author,
-        timestamp=entry.timestamp,
-        custom_metadata=entry.custom_metadata,
-    )
-    assert entry == validated
-    assert entry.model_dump_json() == validated.model_dump_json()
-    assert entry.model_dump_json(exclude_unset=True) == validated.model_dump_json(
-        exclude_unset=True
-    )
-    assert isinstance(entry.content, types.Content)
-    assert isinstance(entry.content.parts[0], types.Part)
-
-
 @pytest.mark.skipif(buffering(), reason="with Redis the touch lands at the next flush")
 def test_search_touches_what_it_returned():
     update_policy("pharmacy", preset_values(ARTICLE))  # new records start a half-life old
