@@ -121,7 +121,9 @@ def recalled_ids(app_name: str, user_id: str, memories: Sequence[MemoryEntry]) -
 
 
 def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryEntry]:
-    return [to_memory_entry(r) for r in search.find_and_note(app_name, user_id, query, now)]
+    found = search.find(app_name, user_id, query, now)
+    search.note(app_name, user_id, found, now)
+    return [to_memory_entry(r) for r in found.records]
 
 
 def pinned_entries(app_name: str, user_id: str) -> list[MemoryEntry]:

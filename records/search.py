@@ -10,7 +10,7 @@ matches a recently evicted record counts as a regret (``records.feedback``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
@@ -24,7 +24,7 @@ from . import policy as pure
 from .ids import check_scope
 from .models import MemoryRecord, UserMemoryStats
 from .policies import policy_for
-from .touches import record_touches, send_search
+from .touches import record_search, record_touches
 
 log = logging.getLogger(__name__)
 
@@ -57,36 +57,6 @@ def find(
 ) -> Found:
     """``search``, and whether the query is a regret hit, in one statement (plus one
     primary-key read of the ``limit`` records returned)."""
-    ranked = _rank(app_name, user_id, query, now, limit)
-    return Found(_whole(ranked), ranked.regret, ranked.hashes)
-
-
-def find_and_note(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryRecord]:
-    """``find``, then ``note`` of what it returns, with the note's one Redis round trip
-    sent as soon as the ids are ranked and its reply read after the records are read
-    whole: the two round trips overlap (``touches.send_search``).
-
-    The touches and the history entry name the ranked ids: a record deleted between
-    the ranked statement and the primary-key read (a millisecond) is named though not
-    returned, as if it had been deleted just after the search.
-    """
-    ranked = _rank(app_name, user_id, query, now, SEARCH_LIMIT)
-    finish = _send_note(app_name, user_id, ranked.ids, ranked.regret, ranked.hashes, now)
-    try:
-        return _whole(ranked)
-    finally:
-        finish()
-
-
-class _Ranked(NamedTuple):
-    ids: list[int]
-    regret: bool
-    hashes: list[str]
-    rows: list[tuple]  # the ranked statement's, for whole rows that came along
-
-
-def _rank(app_name: str, user_id: str, query: str, now: datetime, limit: int) -> _Ranked:
-    """The ids of the ``limit`` best records, best first, from the one statement."""
     check_scope(app_name, user_id)
     if not isinstance(query, str):
         raise ValueError("query must be a string")
@@ -94,7 +64,7 @@ def _rank(app_name: str, user_id: str, query: str, now: datetime, limit: int) ->
     terms = search_text.query_terms(query)
     counters.count_search(app_name)
     if not terms:
-        return _Ranked([], False, [], [])
+        return Found([], False, [])
     hashes = access_log.query_hashes(query)
     regret_sql, regret_params = feedback.regret_sql(app_name, user_id, hashes, now)
     if connection.vendor == "postgresql":
@@ -113,17 +83,10 @@ def _rank(app_name: str, user_id: str, query: str, now: datetime, limit: int) ->
         ids = search_text.rank(terms, candidates, scope, depth)
     if hybrid:  # MEMADMIN_EMBEDDER: fused with the nearest vectors (records.embeddings)
         ids = embeddings.hybrid(app_name, user_id, query, now, ids, limit)
-        rows = []  # the fused ids are read whole by primary key
-    return _Ranked(ids, regret, hashes, rows)
-
-
-def _whole(ranked: _Ranked) -> list[MemoryRecord]:
-    """The ranked records, whole: from the statement's rows when they came along."""
-    ids, rows = ranked.ids, ranked.rows
-    if ids and rows and len(rows[0]) > _FULL_AT and rows[0][_FULL_AT] is not None:
+    elif ids and len(rows[0]) > _FULL_AT and rows[0][_FULL_AT] is not None:
         by_id = {r[3]: r for r in rows}  # whole rows came along: no primary-key read
-        return [_record_from_row(by_id[i][_FULL_AT:]) for i in ids]
-    return _records(ids)
+        return Found([_record_from_row(by_id[i][_FULL_AT:]) for i in ids], regret, hashes)
+    return Found(_records(ids), regret, hashes)
 
 
 def _records(ids: list[int]) -> list[MemoryRecord]:
@@ -322,36 +285,18 @@ def note(app_name: str, user_id: str, found: Found, now: datetime) -> None:
     flush; otherwise (or when Redis fails) the history and counters are written here.
     Never raises: a lost write never fails a turn."""
     ids = [r.id for r in found.records]
-    _send_note(app_name, user_id, ids, found.regret, found.term_hashes, now)()
-
-
-def _send_note(
-    app_name: str, user_id: str, ids: list[int], regret: bool, hashes: list[str], now: datetime
-) -> Callable[[], None]:
-    """``note``, sent: the returned function completes it. Neither half raises."""
-    history = access_log.history_entry(hashes, ids, now)
+    history = access_log.history_entry(found.term_hashes, ids, now)
     try:
-        reply = send_search(app_name, user_id, ids, now, history, _counts(regret))
+        outcome, buffered = record_search(
+            app_name, user_id, ids, now, history, _counts(found.regret)
+        )
     except Exception:
         log.exception("touch failed for %d records; search result unaffected", len(ids))
-        reply = _dropped
-
-    def finish() -> None:
-        try:
-            outcome, buffered = reply()
-        except Exception:
-            log.exception("touch failed for %d records; search result unaffected", len(ids))
-            outcome, buffered = "dropped", False
-        counters.count_touches(app_name, len(ids), outcome)
-        if not buffered:
-            access_log.note_search(app_name, user_id, hashes, ids, now)
-            count_search(app_name, regret, now)
-
-    return finish
-
-
-def _dropped() -> tuple[str, bool]:
-    return "dropped", False
+        outcome, buffered = "dropped", False
+    counters.count_touches(app_name, len(ids), outcome)
+    if not buffered:
+        access_log.note_search(app_name, user_id, found.term_hashes, ids, now)
+        count_search(app_name, found.regret, now)
 
 
 def touch(app_name: str, user_id: str, ids: Sequence[int], now: datetime) -> str:

@@ -25,10 +25,9 @@ Redis key families (all per (app, user), so erasure can remove them):
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from functools import cache
 
@@ -164,109 +163,34 @@ def buffer_counts(app_name: str, counts: dict[str, int], now: datetime) -> bool:
     return True
 
 
-def send_search(
-    app_name: str,
-    user_id: str,
-    ids: Iterable[int],
-    now: datetime,
-    history: str,
-    counts: dict[str, int],
-) -> Callable[[], tuple[str, bool]]:
-    """``record_search`` in two halves: the Redis command is sent now, and the returned
-    function reads its reply and returns what ``record_search`` returns. What the
-    caller does in between (``records.search`` reads the returned records whole)
-    overlaps this round trip. The returned function must be called (``try``/``finally``:
-    it gives the connection back); neither half raises.
-
-    Without Redis, backing off after a failure, or when sending failed, the returned
-    function is ``record_search`` itself (touches applied, dropped or written by the
-    caller as there).
-    """
-    ids = list(ids)
-    client = redis_client()
-    later = functools.partial(record_search, app_name, user_id, ids, now, history, counts)
-    if client is None or time.monotonic() < _redis_down_until:
-        return later
-    from redis.exceptions import NoScriptError
-
-    keys, args = _buffer_call(app_name, user_id, ids, now, history, counts)
-    script = _buffer_script(client)
-    pool = client.connection_pool
-    try:
-        conn = pool.get_connection()
-    except Exception:  # no connection: record_search tries (and backs off) as usual
-        return later
-    try:
-        conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
-    except Exception as exc:
-        conn.disconnect()
-        pool.release(conn)
-        _failed(exc, len(ids))
-        return functools.partial(_outcome, ids, False)
-
-    def finish() -> tuple[str, bool]:
-        global _redis_down_until
-        try:
-            try:
-                conn.read_response()
-            except NoScriptError:  # the server lost the script: load it and run it
-                script(keys=keys, args=args, client=client)
-        except Exception as exc:  # Redis down or slow: the search must still answer
-            conn.disconnect()  # no reply left half read on a pooled connection
-            _failed(exc, len(ids))
-            return _outcome(ids, False)
-        finally:
-            pool.release(conn)
-        _redis_down_until = 0.0
-        return _outcome(ids, True)
-
-    return finish
-
-
-def _outcome(ids: list[int], buffered: bool) -> tuple[str, bool]:
-    """``record_search``'s answer when Redis took the write (or failed it)."""
-    if not ids:
-        return "none", buffered
-    return ("buffered" if buffered else "dropped"), buffered
-
-
-def _failed(exc: Exception, touches: int) -> None:
+def _buffer(client, app_name, user_id, ids, now, history=None, counts=None) -> bool:
+    """One transaction on Redis; False (logged, backing off) when Redis failed."""
     global _redis_down_until
-    _redis_down_until = time.monotonic() + BACKOFF_SECONDS
-    log.warning("touch buffer write failed (%s); dropped %d touches", type(exc).__name__, touches)
-
-
-def _buffer_call(app_name, user_id, ids, now, history=None, counts=None) -> tuple[list, list]:
-    """The keys and arguments of ``_BUFFER`` for one search's (or touch's) writes."""
     keys = user_keys(app_name, user_id)
     counted = [
         (SEP.join((now.date().isoformat(), app_name, name)), by)
         for name, by in (counts or {}).items()
         if by
     ]
-    return (
-        [keys["hits"], keys["time"], keys["log"], COUNTERS, PENDING],
-        [
-            now.timestamp(),
-            member(app_name, user_id),
-            "" if history is None else history,
-            int(history is not None),
-            len(ids),
-            *ids,
-            len(counted),
-            *(x for pair in counted for x in pair),
-        ],
-    )
-
-
-def _buffer(client, app_name, user_id, ids, now, history=None, counts=None) -> bool:
-    """One transaction on Redis; False (logged, backing off) when Redis failed."""
-    global _redis_down_until
-    keys, args = _buffer_call(app_name, user_id, ids, now, history, counts)
     try:
-        _buffer_script(client)(keys=keys, args=args)
+        _buffer_script(client)(
+            keys=[keys["hits"], keys["time"], keys["log"], COUNTERS, PENDING],
+            args=[
+                now.timestamp(),
+                member(app_name, user_id),
+                "" if history is None else history,
+                int(history is not None),
+                len(ids),
+                *ids,
+                len(counted),
+                *(x for pair in counted for x in pair),
+            ],
+        )
     except Exception as exc:  # Redis down or slow: the search must still answer
-        _failed(exc, len(ids))
+        _redis_down_until = time.monotonic() + BACKOFF_SECONDS
+        log.warning(
+            "touch buffer write failed (%s); dropped %d touches", type(exc).__name__, len(ids)
+        )
         return False
     _redis_down_until = 0.0
     return True

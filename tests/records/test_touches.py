@@ -120,37 +120,6 @@ def test_a_search_buffers_its_history_and_counters_with_its_touches_until_the_fl
     assert list(buffer.scan_iter(match=f"{touches.PREFIX}:*")) == []
 
 
-@pytest.mark.parametrize("records", [1, search.FOLD_CANDIDATES + 6])
-def test_a_search_whose_buffer_write_overlaps_its_record_read_buffers_it_all(buffer, records):
-    """The Redis write is sent before the records are read whole (whole rows came along
-    with few candidates; a primary-key read with many) and its reply read after: touches,
-    history and counters are all there, and the pooled connection is clean."""
-    from records.memory_service import search_entries
-
-    make_records("app", "u1", records, NOW, content="deliver note {i}")
-    found = search_entries("app", "u1", "deliver", NOW)
-    assert len(found) == min(records, search.SEARCH_LIMIT)
-    keys = touches.user_keys("app", "u1")
-    assert sorted(int(i) for i in buffer.hkeys(keys["hits"])) == sorted(int(e.id) for e in found)
-    assert buffer.llen(keys["log"]) == 1
-    assert buffer.hlen(touches.COUNTERS) == 1
-    pool = touches.redis_client().connection_pool
-    assert not pool._in_use_connections  # every connection given back
-    assert touches.redis_client().ping() is True  # and none left with an unread reply
-
-
-def test_a_search_still_buffers_when_redis_lost_the_script(buffer):
-    """A restarted Redis has no scripts: the search's write loads it and runs."""
-    from records.memory_service import search_entries
-
-    _deliver_note()
-    buffer.script_flush()
-    assert len(search_entries("app", "u1", "deliver", NOW)) == 1
-    assert buffer.llen(touches.user_keys("app", "u1")["log"]) == 1
-    assert buffer.scard(touches.PENDING) == 1
-    assert touches.redis_client().ping() is True
-
-
 def test_a_failed_flush_keeps_the_claimed_searches_for_the_next_one(buffer, monkeypatch):
     from records.memory_service import search_entries
 
