@@ -316,9 +316,7 @@ def bm25_scores(
     word counts once, by the best of its layers in the record (see the note on the
     module's constants).
     """
-    return {
-        c.id: score for score, members in _shapes(terms, candidates, scope) for c in members
-    }
+    return {c.id: score for score, members in _shapes(terms, candidates, scope) for c in members}
 
 
 def _shapes(
