@@ -143,13 +143,17 @@ def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_param
     The app's TTL (the model's default when the app has no policy row yet) is read in
     the same statement.
 
-    Sequential scans are off for the statement (``SET LOCAL``, in the same query string
-    and so the same round trip, then back to the default, so an enclosing transaction
-    keeps its setting): the planner prices a many-lexeme tsquery match like any
-    operator, so for a user holding most of a small table it scanned every row and
-    matched each (11 ms for 5,500 rows in the bench) where the (app, user, vector) GIN
-    index answers in about 1 ms. Only with client-side binding (Django's default), where
-    a query string may hold several statements.
+    The planner prices a many-lexeme tsquery match like any operator (a fraction of a
+    microsecond; it is about 3 µs on a record's tokens), so for a user holding most of
+    a small table it scanned every row and matched each, and with sequential scans off
+    it read all the user's rows through the (app, user) btree and matched each (20 ms
+    for the bench's 5,000 records; 1.1 ms at 500) where the (app, user, vector) GIN
+    index answers in 1.5 ms (0.3 ms). So for this statement sequential scans are off
+    and operators are priced 100 times higher (``_PLANNER``: ``SET LOCAL``, in the same
+    query string and so the same round trip, then back to the default, so an enclosing
+    transaction keeps its settings); its other operators are a few index lookups. Only
+    with client-side binding (Django's default), where a query string may hold several
+    statements.
     """
     sql = _STATEMENT.format(
         regret=regret_sql,
@@ -165,7 +169,7 @@ def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_param
     with connection.cursor() as cursor:
         hinted = isinstance(cursor.cursor, psycopg.ClientCursor)
         if hinted:  # one query string of three statements, one round trip
-            sql = f"SET LOCAL enable_seqscan = off; {sql}; SET LOCAL enable_seqscan TO DEFAULT"
+            sql = f"{_PLANNER}; {sql}; {_PLANNER_BACK}"
         cursor.execute(
             sql,
             [
@@ -181,8 +185,14 @@ def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_param
             ],
         )
         if hinted:
-            cursor.nextset()  # past the SET, to the SELECT's rows
+            for _ in range(_PLANNER.count(";") + 1):
+                cursor.nextset()  # past the SETs, to the SELECT's rows
         return cursor.fetchall()
+
+
+# The planner settings of the ranked statement (see ``_candidates_postgres``).
+_PLANNER = "SET LOCAL enable_seqscan = off; SET LOCAL cpu_operator_cost = 0.25"
+_PLANNER_BACK = "SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL cpu_operator_cost TO DEFAULT"
 
 
 def _record_from_row(values: tuple) -> MemoryRecord:

@@ -350,6 +350,15 @@ def bm25_scores(
     allergies", does not outscore the exact word), or by its context layer if that
     scores more (see the note on the module's constants).
     """
+    return {c.id: score for score, members in _shapes(terms, candidates, scope) for c in members}
+
+
+def _shapes(
+    terms: Sequence[QueryTerm], candidates: Sequence[Candidate], scope: Scope
+) -> Iterable[tuple[float, list[Candidate]]]:
+    """(BM25, the candidates scoring it) per shape: a score depends only on the counts
+    and the length, so candidates sharing both (most of them, in a large candidate set)
+    share one computation (``bm25_scores``)."""
     columns = list(zip(*(c.counts for c in candidates), strict=True))  # one per term
     df = [len(col) - col.count(0) for col in columns] if candidates else [0] * len(terms)
     n = max(scope.records, len(candidates))
@@ -358,29 +367,28 @@ def bm25_scores(
     own = [not t.token.startswith(CONTEXT_MARK) for t in terms]
     mean = scope.mean_length if scope.mean_length > 0 else 1.0
     k1 = BM25_K1
-    scores = {}
-    # A score depends only on the counts and the length: candidates sharing both (most
-    # of them, in a large candidate set) share one computation.
-    by_shape: dict[tuple[tuple[int, ...], int], float] = {}
+    by_shape: dict[tuple[tuple[int, ...], int], list[Candidate]] = {}
     for c in candidates:
         shape = (tuple(c.counts), c.length)
-        score = by_shape.get(shape)
-        if score is None:
-            norm = k1 * (1 - BM25_B + BM25_B * max(c.length, 1) / mean)
-            best: dict[int, float] = {}
-            held: set[int] = set()  # words matched in one of their own layers already
-            for word, w, f, mine in zip(words, idf, c.counts, own, strict=True):
-                if f:
-                    if mine:
-                        if word in held:
-                            continue  # a broader form of a word the record holds
-                        held.add(word)
-                    part = w * f * (k1 + 1) / (f + norm)
-                    if part > best.get(word, 0.0):
-                        best[word] = part
-            score = by_shape[shape] = sum(best.values())
-        scores[c.id] = score
-    return scores
+        members = by_shape.get(shape)
+        if members is None:
+            by_shape[shape] = [c]
+        else:
+            members.append(c)
+    for (counts, length), members in by_shape.items():
+        norm = k1 * (1 - BM25_B + BM25_B * max(length, 1) / mean)
+        best: dict[int, float] = {}
+        held: set[int] = set()  # words matched in one of their own layers already
+        for word, w, f, mine in zip(words, idf, counts, own, strict=True):
+            if f:
+                if mine:
+                    if word in held:
+                        continue  # a broader form of a word the record holds
+                    held.add(word)
+                part = w * f * (k1 + 1) / (f + norm)
+                if part > best.get(word, 0.0):
+                    best[word] = part
+        yield sum(best.values()), members
 
 
 def rank(
@@ -391,19 +399,32 @@ def rank(
     Ordered by BM25 (rounded to 9 decimals), then in bands: the first record opens a
     band, every record scoring at least (1 - TIE_BAND) of that first score joins it, and
     within a band newer records (``written_at``) come first, then higher ids.
+
+    Worked per score, not per candidate: the candidates are grouped by their rounded
+    score, a band is the groups from its opening score down to its floor, and only the
+    bands returned are sorted (the same order as sorting every candidate by score, then
+    newest, then id, and cutting bands from the top).
     """
-    scores = bm25_scores(terms, candidates, scope)
-    rounded = {c.id: round(scores[c.id], 9) for c in candidates if c.live and scores[c.id] > 0}
-    live = [c for c in candidates if c.id in rounded]
-    live.sort(key=lambda c: (-rounded[c.id], -c.written_at, -c.id))
+    by_score: dict[float, list[Candidate]] = {}
+    for score, members in _shapes(terms, candidates, scope):
+        if score <= 0:
+            continue
+        live = [c for c in members if c.live]
+        if live:
+            by_score.setdefault(round(score, 9), []).extend(live)
+    scores = sorted(by_score, reverse=True)
     out: list[int] = []
     i = 0
-    while i < len(live) and len(out) < limit:
-        floor = rounded[live[i].id] * (1 - TIE_BAND)
-        j = i
-        while j < len(live) and rounded[live[j].id] >= floor:
-            j += 1
-        band = sorted(live[i:j], key=lambda c: (-c.written_at, -c.id))
+    while i < len(scores) and len(out) < limit:
+        floor = scores[i] * (1 - TIE_BAND)
+        band: list[Candidate] = []
+        while i < len(scores) and scores[i] >= floor:
+            band.extend(by_score[scores[i]])
+            i += 1
+        band.sort(key=_newest_first)
         out.extend(c.id for c in band)
-        i = j
     return out[:limit]
+
+
+def _newest_first(c: Candidate) -> tuple[int, int]:
+    return (-c.written_at, -c.id)

@@ -147,16 +147,21 @@ def test_returned_records_are_whole_with_few_candidates_and_with_many(memory, qu
 
 
 def test_search_leaves_the_planner_settings_of_the_transaction_alone(memory):
-    """The search turns sequential scans off for its own statement only (PostgreSQL)."""
+    """The search turns sequential scans off and prices operators higher for its own
+    statement only (PostgreSQL)."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
         pytest.skip("a PostgreSQL planner setting")
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = on")  # inside the test's transaction
+        cursor.execute("SHOW cpu_operator_cost")
+        [cost] = cursor.fetchone()
         assert ids("Zurich")
         cursor.execute("SHOW enable_seqscan")
         assert cursor.fetchone() == ("on",)
+        cursor.execute("SHOW cpu_operator_cost")
+        assert cursor.fetchone() == (cost,)
 
 
 def test_a_reply_is_found_through_the_question_before_it(memory):

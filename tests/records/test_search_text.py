@@ -245,3 +245,49 @@ def test_many_forms_of_one_word_do_not_outscore_another_word_matched_once():
     scores = st.bm25_scores(terms, [forms, kiwi], scope)
     assert scores[1] == pytest.approx(scores[2])
     assert st.rank(terms, [forms, kiwi], scope, 10) == [2, 1]
+
+
+def _rank_per_candidate(terms, candidates, scope, limit):
+    """``rank`` as defined, done the long way: every live candidate with a score sorted
+    by (rounded score, newest, id), bands cut from the top, each sorted newest first."""
+    scores = st.bm25_scores(terms, candidates, scope)
+    rounded = {c.id: round(scores[c.id], 9) for c in candidates if c.live and scores[c.id] > 0}
+    live = sorted(
+        (c for c in candidates if c.id in rounded),
+        key=lambda c: (-rounded[c.id], -c.written_at, -c.id),
+    )
+    out, i = [], 0
+    while i < len(live) and len(out) < limit:
+        floor = rounded[live[i].id] * (1 - st.TIE_BAND)
+        j = i
+        while j < len(live) and rounded[live[j].id] >= floor:
+            j += 1
+        out.extend(c.id for c in sorted(live[i:j], key=lambda c: (-c.written_at, -c.id)))
+        i = j
+    return out[:limit]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_ranking_by_score_groups_is_the_per_candidate_order(seed):
+    """``rank`` groups candidates by score and sorts only the bands it returns: the same
+    ids in the same order as sorting every candidate, with many sharing a score, some
+    expired, and ties in time."""
+    import random
+
+    rng = random.Random(seed)
+    terms = st.query_terms("kiwi allergy travel insurance")
+    candidates = [
+        Candidate(
+            i,
+            tuple(rng.choice((0, 0, 1, 1, 2)) for _ in terms),
+            rng.choice((5, 10, 20)),
+            rng.randrange(6),
+            rng.random() > 0.1,
+        )
+        for i in range(rng.randrange(1, 400))
+    ]
+    scope = Scope(records=1_000, mean_length=12.0)
+    for limit in (1, 10, 50):
+        assert st.rank(terms, candidates, scope, limit) == _rank_per_candidate(
+            terms, candidates, scope, limit
+        )
