@@ -210,19 +210,27 @@ def _locked_state(app_name: str, user_id: str, keys: list[str]):
         cursor.execute(
             f"""{_PG_LOCKS};
             SELECT {config_cache.GENERATION_SQL}, b.raised_at, b.request_id,
-                ARRAY(SELECT dedupe_key FROM {MemoryRecord._meta.db_table}
-                      WHERE app_name = %s AND user_id = %s AND dedupe_key = ANY(%s::text[])),
-                ARRAY(SELECT dedupe_key FROM {EvictionEvent._meta.db_table}
-                      WHERE app_name = %s AND user_id = %s AND dedupe_key = ANY(%s::text[]))
+                ARRAY({_known_key_sql(MemoryRecord)}), ARRAY({_known_key_sql(EvictionEvent)})
             FROM (SELECT 1) AS one LEFT JOIN LATERAL ({sql}) AS b(raised_at, request_id) ON true
             """,  # noqa: S608 - the models' tables and the ORM's own SQL; values are parameters
-            [*locks, app_name, user_id, keys, app_name, user_id, keys, *barrier_params],
+            [*locks, keys, app_name, user_id, keys, app_name, user_id, *barrier_params],
         )
         if not cursor.nextset():
             raise RuntimeError("the state read did not run after the locks")
         generation, raised_at, request_id, stored, gone = cursor.fetchone()
     barrier = None if raised_at is None else (raised_at, request_id)
     return generation, barrier, set(stored), set(gone)
+
+
+def _known_key_sql(model) -> str:
+    """Which of the keys (parameters: keys, app, user) ``model`` has for the user: one
+    index lookup per key. (With ``dedupe_key = ANY(keys)`` the planner, whose statistics
+    lag behind a table that grows with every eviction, scanned all of a user's eviction
+    events and filtered them: a cost that grew with the user's history.)"""
+    return f"""SELECT m.dedupe_key FROM unnest(%s::text[]) AS k(key) CROSS JOIN LATERAL (
+                    SELECT dedupe_key FROM {model._meta.db_table}
+                    WHERE app_name = %s AND user_id = %s AND dedupe_key = k.key LIMIT 1
+                ) AS m"""  # noqa: S608 - the model's table; values are parameters
 
 
 @dataclass(frozen=True, slots=True)
