@@ -119,10 +119,12 @@ def ingest(
 
     The policy used is the app's current one, checked under the lock (``config``, when
     given, is what the caller extracted with; ``reextract`` extracts again if it is no
-    longer current). On PostgreSQL the steady state is five statements and one commit:
-    the locks; the configuration generation, the erasure barrier and the known keys;
-    the insert; the victims; their eviction (``_pg_evict``). The counters go to the
-    touch buffer when there is one.
+    longer current). On PostgreSQL the steady state is five statements in three round
+    trips and one commit: the locks, then the configuration generation, the erasure
+    barrier and the known keys (``_locked_state``); the insert, then the victims
+    (``_pg_insert``); their eviction (``_pg_evict``). The counters go to the touch
+    buffer when there is one. SQLite takes the ORM's path (``_new_record``), which
+    ``_pg_insert`` writes the same columns as (``tests/records/test_ingest_path.py``).
     """
     check_scope(app_name, user_id)
     with transaction.atomic():
