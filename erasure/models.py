@@ -9,11 +9,12 @@ only ever hold the hash.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import datetime
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q
 
 from records.models import APP_NAME_MAX, USER_ID_MAX
@@ -207,5 +208,22 @@ def latest_barrier(subject_hash: str, app_name: str) -> tuple[datetime, int] | N
 
 def latest_barrier_sql(subject_hash: str, app_name: str) -> tuple[str, tuple]:
     """``latest_barrier`` as SQL (at most one row: raised_at, request_id) and its
-    parameters, so ingest can fold the check into a statement it runs anyway."""
-    return _latest_barrier_qs(subject_hash, app_name)[:1].query.sql_with_params()
+    parameters, so ingest can fold the check into a statement it runs anyway. The ORM
+    writes the statement once per process (compiling it cost more than running it);
+    each call fills in its own values."""
+    sql, params = _latest_barrier_template(connection.vendor)
+    values = {_SUBJECT: subject_hash, _APP: app_name}
+    return sql, tuple(values.get(p, p) if isinstance(p, str) else p for p in params)
+
+
+# Stand-ins for the values, which the template's parameters carry in their place.
+_SUBJECT = "\x00subject"
+_APP = "\x00app"
+
+
+@functools.cache
+def _latest_barrier_template(vendor: str) -> tuple[str, tuple]:
+    sql, params = _latest_barrier_qs(_SUBJECT, _APP)[:1].query.sql_with_params()
+    if _SUBJECT not in params or _APP not in params:
+        raise RuntimeError("the barrier lookup no longer takes its values as parameters")
+    return sql, tuple(params)

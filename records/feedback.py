@@ -48,7 +48,14 @@ def _derived_key(secret_key: str) -> bytes:
 
 
 def term_hash(term: str) -> str:
-    return hmac.new(_key(), term.encode("utf-8", "surrogatepass"), "sha256").hexdigest()[:32]
+    keyed = _keyed(settings.SECRET_KEY).copy()  # the key's pads, computed once
+    keyed.update(term.encode("utf-8", "surrogatepass"))
+    return keyed.hexdigest()[:32]
+
+
+@lru_cache(maxsize=4)
+def _keyed(secret_key: str) -> hmac.HMAC:
+    return hmac.new(_derived_key(secret_key), digestmod="sha256")
 
 
 def _terms(text: str) -> list[str]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re2
 
+from . import re2_match
+
 INFORMATION_RANGE = (0.05, 0.45)
 _OPTIONS = re2.Options()
 _OPTIONS.never_capture = True
@@ -24,9 +26,11 @@ _NAME = re2.compile(r"[a-z,] +[A-Z][a-z]+", _OPTIONS)
 
 def information_importance(text: str) -> float:
     """0.05 for an empty phrase, up to 0.45 for a text dense with names and numbers."""
-    words = len({w.lower() for w in _WORD.findall(text)})
-    names = len(set(_NAME.findall(text)))
-    numbers = len(_NUMBER.findall(text))
+    # The patterns are ASCII: on UTF-8 bytes they find the same texts, as bytes.
+    encoded = text.encode("utf-8", "surrogatepass")
+    words = len({w.lower() for w in re2_match.find_all(_WORD, encoded)})
+    names = len(set(re2_match.find_all(_NAME, encoded)))
+    numbers = len(re2_match.find_all(_NUMBER, encoded))
     low, high = INFORMATION_RANGE
     score = low + 0.03 * min(words, 10) + 0.03 * min(names, 2) + 0.02 * min(numbers, 2)
     return round(min(high, score), 4)

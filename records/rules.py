@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import re2
 
+from . import re2_match
 from .storable import storable_text
 
 DROP = "drop"
@@ -333,12 +334,12 @@ def decide(text: str, rules: Iterable[Rule] = DEFAULT_RULES) -> Decision:
     for rule in rules:
         if rule.action != DROP or len(stripped) > SMALL_TALK_MAX_CHARS:
             continue
-        if compiled(rule.pattern).fullmatch(encoded):
+        if re2_match.matches(compiled(rule.pattern), encoded, whole=True):
             return Decision(True, None, False, rule.name, rule.category)
     best: Rule | None = None
     pinned = False
     for rule in rules:
-        if rule.action != SCORE or not compiled(rule.pattern).search(encoded):
+        if rule.action != SCORE or not re2_match.matches(compiled(rule.pattern), encoded):
             continue
         pinned = pinned or rule.pin
         if best is None or rule.importance > best.importance:

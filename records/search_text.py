@@ -207,18 +207,26 @@ def index_tokens(content: str, author: str = "", context: Iterable[tuple[str, st
     the (author, text) of the turns said just before it, indexed as the ``@`` layer.
     """
     text = f"{author} {content}" if author else content
-    own = " ".join(form for word in _words(text, for_query=False) for form in _forms(word))
+    own = " ".join(form for forms in _text_forms(text) for form in forms)
     return _joined(own, context_tokens(context))
 
 
 def context_tokens(context: Iterable[tuple[str, str]]) -> str:
     """The ``@`` layer of preceding turns: each word's exact and stem forms, marked."""
-    return " ".join(
-        CONTEXT_MARK + form
-        for author, text in context
-        for word in _words(f"{author} {text}", for_query=False)
-        for form in _forms(word)[:2]
-    )
+    return _joined(*(_context_layer(f"{author} {text}") for author, text in context))
+
+
+# A session's turn is indexed as its own record and as the context of the few turns
+# after it: each text's words are found once per ingest, not once per use.
+@lru_cache(maxsize=64)
+def _text_forms(text: str) -> tuple[tuple[str, ...], ...]:
+    """``_forms`` of every word of ``text``, in order."""
+    return tuple(_forms(word) for word in _words(text, for_query=False))
+
+
+@lru_cache(maxsize=64)
+def _context_layer(text: str) -> str:
+    return " ".join(CONTEXT_MARK + form for forms in _text_forms(text) for form in forms[:2])
 
 
 def reindex(content: str, author: str, tokens: str) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re2
 
+from . import re2_match
+
 _OPTIONS = re2.Options()
 _OPTIONS.case_sensitive = False
 _OPTIONS.never_capture = True
@@ -51,8 +53,9 @@ def slot_of(text: str) -> str:
     """The slot ``text`` gives a value of, or '' (most texts; questions always)."""
     if "?" in text:
         return ""
+    encoded = text.encode("utf-8", "surrogatepass")  # byte offsets from here on
     for name, phrase, value in _SLOTS:
-        found = phrase.search(text)
-        if found and value.search(text, found.end()):
+        found = re2_match.span(phrase, encoded)
+        if found and re2_match.span(value, encoded, found[1]):
             return name
     return ""

@@ -48,7 +48,7 @@ from .models import (
 from .policies import policy_for
 from .summaries import summarise
 from .touches import apply_touches
-from .victims import SelectedVictim, select_victims
+from .victims import SelectedVictim, select_victims, victims_from_rows, victims_query
 
 log = logging.getLogger(__name__)
 
@@ -119,16 +119,17 @@ def ingest(
 
     The policy used is the app's current one, checked under the lock (``config``, when
     given, is what the caller extracted with; ``reextract`` extracts again if it is no
-    longer current). On PostgreSQL the steady state is five statements and one commit:
-    the locks; the configuration generation, the erasure barrier and the known keys;
-    the insert; the victims; their eviction (``_pg_evict``). The counters go to the
-    touch buffer when there is one.
+    longer current). On PostgreSQL the steady state is five statements in three round
+    trips and one commit: the locks, then the configuration generation, the erasure
+    barrier and the known keys (``_locked_state``); the insert, then the victims
+    (``_pg_insert``); their eviction (``_pg_evict``). The counters go to the touch
+    buffer when there is one. SQLite takes the ORM's path (``_new_record``), which
+    ``_pg_insert`` writes the same columns as (``tests/records/test_ingest_path.py``).
     """
     check_scope(app_name, user_id)
     with transaction.atomic():
-        _lock(app_name, user_id)
         keys = [c.dedupe_key for c in candidates if c.dedupe_key]
-        generation, barrier, existing, evicted = _read_state(app_name, user_id, keys)
+        generation, barrier, existing, evicted = _locked_state(app_name, user_id, keys)
         if config is None or generation is None or config.generation != generation:
             current = config_cache.current(app_name, generation)
         else:
@@ -148,7 +149,7 @@ def ingest(
             )
         params = policy.params()
         seen: set[str] = set()
-        new = []
+        fresh: list[Candidate] = []
         for c in candidates:
             if c.dedupe_key:
                 if c.dedupe_key in existing or c.dedupe_key in seen:
@@ -158,11 +159,18 @@ def ingest(
                     result.previously_evicted += 1
                     continue
                 seen.add(c.dedupe_key)
-            new.append(_new_record(app_name, user_id, c, now, params))
-        MemoryRecord.objects.bulk_create(new, batch_size=1000)
+            fresh.append(c)
+        selected = None
+        if connection.vendor == "postgresql":
+            new, selected = _pg_insert(app_name, user_id, fresh, now, params, select=enforce)
+        else:
+            new = [_new_record(app_name, user_id, c, now, params) for c in fresh]
+            MemoryRecord.objects.bulk_create(new, batch_size=1000)
         result.added = len(new)
         if enforce:
-            result.evicted = _enforce_locked(app_name, user_id, now, policy, run_id=run_id)
+            result.evicted = _enforce_locked(
+                app_name, user_id, now, policy, run_id=run_id, selected=selected
+            )
     embeddings.embed_new(new, result.evicted)  # after the lock; never fails the ingest
     # After the lock: the app-wide counter rows must not serialise ingests. With Redis
     # they wait in the touch buffer for its flush, as a search's counts do.
@@ -175,26 +183,26 @@ def ingest(
     return result
 
 
-def _lock(app_name: str, user_id: str) -> None:
-    """The user's lock, then the subject's shared lock of the erasure barrier (see
-    ``records.erasure_guard``): one statement on PostgreSQL, evaluated in that order.
-    Inside the ingest's transaction."""
-    if connection.vendor != "postgresql":
-        acquire_user_lock(app_name, user_id)  # SQLite: the transaction is the lock
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock_shared(%s)",
-            [user_lock_key(app_name, user_id), subject_lock_key(user_id)],
-        )
+_PG_LOCKS = "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock_shared(%s)"
 
 
-def _read_state(app_name: str, user_id: str, keys: list[str]):
-    """(configuration generation, newest erasure barrier, stored keys, evicted keys) of
-    the user under the locks: one statement on PostgreSQL, begun after the locks were
-    taken, so it sees every commit before them (a barrier, another ingest)."""
+def _locked_state(app_name: str, user_id: str, keys: list[str]):
+    """Take the user's lock, then the subject's shared lock of the erasure barrier (see
+    ``records.erasure_guard``), and read (configuration generation, newest erasure
+    barrier, stored keys, evicted keys) of the user under them. Inside the ingest's
+    transaction.
+
+    PostgreSQL: two statements in one round trip (one query string, run in order); the
+    read is a statement of its own, begun after the locks were taken, so it sees every
+    commit before them (a barrier, another ingest)."""
+    locks = [user_lock_key(app_name, user_id), subject_lock_key(user_id)]
     barrier_sql = erasure_guard.barrier_sql(app_name, user_id)
     if connection.vendor != "postgresql" or barrier_sql is None:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(_PG_LOCKS, locks)
+        else:
+            acquire_user_lock(app_name, user_id)  # SQLite: the transaction is the lock
         generation = config_cache.read_generation()
         erasure_guard.acquire_subject_lock(user_id, exclusive=False)
         barrier = erasure_guard.latest_barrier(app_name, user_id)
@@ -202,19 +210,131 @@ def _read_state(app_name: str, user_id: str, keys: list[str]):
     sql, barrier_params = barrier_sql
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""
+            f"""{_PG_LOCKS};
             SELECT {config_cache.GENERATION_SQL}, b.raised_at, b.request_id,
-                ARRAY(SELECT dedupe_key FROM {MemoryRecord._meta.db_table}
-                      WHERE app_name = %s AND user_id = %s AND dedupe_key = ANY(%s::text[])),
-                ARRAY(SELECT dedupe_key FROM {EvictionEvent._meta.db_table}
-                      WHERE app_name = %s AND user_id = %s AND dedupe_key = ANY(%s::text[]))
+                ARRAY({_known_key_sql(MemoryRecord)}), ARRAY({_known_key_sql(EvictionEvent)})
             FROM (SELECT 1) AS one LEFT JOIN LATERAL ({sql}) AS b(raised_at, request_id) ON true
             """,  # noqa: S608 - the models' tables and the ORM's own SQL; values are parameters
-            [app_name, user_id, keys, app_name, user_id, keys, *barrier_params],
+            [*locks, keys, app_name, user_id, keys, app_name, user_id, *barrier_params],
         )
+        if not cursor.nextset():
+            raise RuntimeError("the state read did not run after the locks")
         generation, raised_at, request_id, stored, gone = cursor.fetchone()
     barrier = None if raised_at is None else (raised_at, request_id)
     return generation, barrier, set(stored), set(gone)
+
+
+def _known_key_sql(model) -> str:
+    """Which of the keys (parameters: keys, app, user) ``model`` has for the user: one
+    index lookup per key. (With ``dedupe_key = ANY(keys)`` the planner, whose statistics
+    lag behind a table that grows with every eviction, scanned all of a user's eviction
+    events and filtered them: a cost that grew with the user's history.)"""
+    return f"""SELECT m.dedupe_key FROM unnest(%s::text[]) AS k(key) CROSS JOIN LATERAL (
+                    SELECT dedupe_key FROM {model._meta.db_table}
+                    WHERE app_name = %s AND user_id = %s AND dedupe_key = k.key LIMIT 1
+                ) AS m"""  # noqa: S608 - the model's table; values are parameters
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """What the ingest hooks need of a record stored without a model instance."""
+
+    id: int
+    content: str
+
+
+# PostgreSQL: the new records travel as one JSON parameter (json.dumps is C; the ORM
+# built a model instance per record and quoted each value of a dozen arrays, about half
+# of a session's time), their constant columns as scalars. Rows are inserted, and their
+# ids returned, in the order given, as the ORM's own bulk insert relies on.
+_PG_INSERT = f"""
+    INSERT INTO {MemoryRecord._meta.db_table} (app_name, user_id, source_session_id,
+        source_event_ids, dedupe_key, content, author, entry_timestamp, created_at,
+        last_accessed_at, hits, importance, importance_source, importance_rule, category,
+        pinned, tokens, due_at, slot, is_summary, summary_sources, custom_metadata,
+        search_tokens)
+    SELECT %(new_app)s, %(new_user)s, r.s, r.e, r.k, r.c, r.a, r.t, %(new_now)s,
+        %(new_accessed)s, 0, r.i, r.src, r.rule, r.cat, r.p, r.n, r.d, r.slot, false,
+        '[]'::jsonb, r.m, r.x
+    FROM jsonb_to_recordset(%(new_rows)s::jsonb) AS r(s text, e jsonb, k text, c text,
+        a text, t timestamptz, i float8, src text, rule text, cat text, p boolean,
+        n integer, d timestamptz, slot text, m jsonb, x text)
+    RETURNING id"""  # noqa: S608 - the model's table; values are parameters
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _pg_insert(
+    app_name: str,
+    user_id: str,
+    candidates: Sequence[Candidate],
+    now: datetime,
+    params: pure.PolicyParams,
+    *,
+    select: bool,
+) -> tuple[list[NewRecord], tuple[list[SelectedVictim], dict[int, str]] | None]:
+    """PostgreSQL: store ``candidates`` (the columns ``_new_record`` sets) and, with
+    ``select``, select the user's victims after them, in one round trip: the selection
+    is a statement of its own, so it sees the new records. Returns the new records and
+    (victims, their texts) for ``_enforce_locked``."""
+    statements: list[str] = []
+    values: dict = {}
+    rows = [
+        {
+            "s": c.session_id,
+            "e": list(c.event_ids),
+            "k": c.dedupe_key,
+            "c": c.content,
+            "a": c.author,
+            "t": _iso(c.entry_timestamp),
+            "i": c.importance,
+            "src": str(c.importance_source),
+            "rule": c.importance_rule,
+            "cat": c.category,
+            "p": c.pinned,
+            "n": c.tokens,
+            "d": _iso(due_at_for(c.category, c.content, c.entry_timestamp or now)),
+            "slot": c.slot or None,
+            "m": c.custom_metadata,
+            "x": search_text.index_tokens(c.content, c.author, c.context),
+        }
+        for c in candidates
+    ]
+    if rows:
+        statements.append(_PG_INSERT)
+        values.update(
+            new_app=app_name,
+            new_user=user_id,
+            new_now=now,
+            # Creation may not count as access: see PolicyParams.fresh_start.
+            new_accessed=pure.fresh_last_accessed(now, params),
+            new_rows=json.dumps(rows),
+        )
+    if select:
+        sql, victim_params = victims_query(app_name, [user_id], now, params)
+        if values.keys() & victim_params.keys():
+            raise RuntimeError("the insert's and the victims' parameters must not share names")
+        statements.append(sql)
+        values.update(victim_params)
+    if not statements:
+        return [], None
+    new: list[NewRecord] = []
+    selected = None
+    with connection.cursor() as cursor:
+        cursor.execute(";\n".join(statements), values)
+        if rows:
+            ids = [i for (i,) in cursor.fetchall()]
+            if len(ids) != len(candidates):
+                raise RuntimeError("the insert returned fewer ids than it was given rows")
+            new = [NewRecord(i, c.content) for i, c in zip(ids, candidates, strict=True)]
+            if select and not cursor.nextset():
+                raise RuntimeError("the victims were not selected after the insert")
+        if select:
+            contents: dict[int, str] = {}
+            selected = (victims_from_rows(cursor.fetchall(), contents), contents)
+    return new, selected
 
 
 def _refresh_stored(
@@ -381,10 +501,15 @@ def enforce_many(
         return victims
 
 
-def _enforce_locked(app_name, user_id, now, policy: Policy, *, run_id=None):
+def _enforce_locked(app_name, user_id, now, policy: Policy, *, run_id=None, selected=None):
+    """``selected``: (victims, their texts) when the caller has just selected them
+    under the lock (``_pg_insert``)."""
     params = policy.params()
-    contents: dict[int, str] = {}
-    victims = select_victims(app_name, [user_id], now, params, contents)
+    if selected is None:
+        contents: dict[int, str] = {}
+        victims = select_victims(app_name, [user_id], now, params, contents)
+    else:
+        victims, contents = selected
     if policy.summarise and victims:
         covered = summarise(app_name, user_id, victims, policy, now)
         if covered:

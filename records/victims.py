@@ -291,11 +291,15 @@ def count_victims(
 
 
 def _fetch(sql: str, params: dict, contents: dict[int, str] | None = None) -> list[SelectedVictim]:
-    """The victims; with ``contents``, each victim's text is put there by id (eviction
-    hashes its terms: ``records.store.evict``), never on the victim itself."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        return victims_from_rows(cursor.fetchall(), contents)
+
+
+def victims_from_rows(rows, contents: dict[int, str] | None = None) -> list[SelectedVictim]:
+    """The victims of ``victims_query``'s rows; with ``contents``, each victim's text is
+    put there by id (eviction hashes its terms: ``records.store.evict``), never on the
+    victim itself."""
     out = []
     for row in rows:
         id, user_id, tokens, recency, frequency, importance, score, key, session_id = row[:9]
@@ -340,6 +344,15 @@ def select_victims(
 
     One statement (enforcement runs it on every ingest: a round trip saved counts).
     """
+    sql, params = victims_query(app_name, user_ids, now, p)
+    return _fetch(sql, params, contents)
+
+
+def victims_query(
+    app_name: str, user_ids: Sequence[str] | None, now: datetime, p: pure.PolicyParams
+) -> tuple[str, dict]:
+    """``select_victims`` as one statement and its named parameters (an ingest on
+    PostgreSQL sends it with its insert); ``victims_from_rows`` reads its rows."""
     expired, superseded, capped, params = _parts(app_name, user_ids, now, p)
     sql = f"""
         SELECT * FROM (
@@ -351,4 +364,4 @@ def select_victims(
         ) AS v
         ORDER BY v.part_, v.user_id, v.order_
     """
-    return _fetch(sql, params, contents)
+    return sql, params

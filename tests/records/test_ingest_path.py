@@ -5,10 +5,12 @@ a rule older than a change, however the change is made."""
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import sqlparse
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from records import config_cache, feedback, store, touches
+from records import config_cache, feedback, search_text, store, touches
+from records.extract import Extractor
 from records.memory_service import add_session
 from records.models import (
     ConfigGeneration,
@@ -39,18 +41,29 @@ def at_cap(app="app", user="u1", cap=20):
     add_session(session(["I am allergic to penicillin"], app=app, user=user, id="warm"), NOW)
 
 
+def statements(query: str) -> list[str]:
+    """The statements of one query string (several go in one round trip)."""
+    return [s.strip() for s in sqlparse.split(query) if s.strip()]
+
+
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
-def test_a_steady_state_ingest_is_five_statements_and_one_commit():
+def test_a_steady_state_ingest_is_five_statements_in_three_round_trips_and_one_commit():
     at_cap()
     with CaptureQueriesContext(connection) as queries:
         result = add_session(session(TEXTS, app="app", id="s1"), NOW + timedelta(minutes=1))
     assert result.added == 3 and len(result.evicted) == 3  # every ingest evicts
     sql = [q["sql"].strip() for q in queries.captured_queries]
-    statements = [s for s in sql if s not in ("BEGIN", "COMMIT", "ROLLBACK")]
     assert sql.count("COMMIT") == 1, sql
-    assert len(statements) <= 5, "\n".join(statements)
+    trips = [s for s in sql if s not in ("BEGIN", "COMMIT", "ROLLBACK")]
+    sent = [s for trip in trips for s in statements(trip)]
+    assert len(sent) <= 5, "\n".join(sent)
+    # the locks, then the state read; the insert, then the victims; their eviction
+    assert len(trips) <= 3, "\n\n".join(trips)
+    assert [len(statements(t)) for t in trips] == [2, 2, 1]
+    assert "pg_advisory_xact_lock" in statements(trips[0])[0]
+    assert statements(trips[1])[0].startswith("INSERT INTO")
     # and it wrote what an eviction writes: events, replay metadata, regret terms
     assert EvictionEvent.objects.filter(user_id="u1").count() == 1 + 3  # warm-up + this
     assert EvictedRecord.objects.filter(user_id="u1").count() == 1 + 3
@@ -167,3 +180,40 @@ def test_a_policy_created_in_a_rolled_back_transaction_is_not_served_from_the_ca
     assert cached is None or cached.generation != config_cache.read_generation()
     add_session(session(TEXTS, app="fresh", id="s1"), NOW)
     assert Policy.objects.filter(app_name="fresh").exists()
+
+
+@pytest.mark.django_db
+def test_an_ingested_record_has_every_column_the_orm_would_have_written():
+    """PostgreSQL stores new records without model instances (``store._pg_insert``):
+    every column must be what the ORM's own path (``store._new_record`` and the
+    manager's bulk create, SQLite's path) writes, search tokens with their context
+    layer included."""
+    update_policy("app", {"max_records": 50})
+    texts = [
+        *TEXTS,
+        "I will pick up my order 4521 next Tuesday",  # a commitment: it has a due date
+        "My new phone number is 07700 900123",  # a slot
+        "Ich heiße Zoë, 東京に住んでいます 😊",
+    ]
+    events = session(texts, app="app", id="s1").events
+    events[1].author = "agent"
+    add_session(session(events, app="app", id="s1"), NOW)
+    stored = {r.dedupe_key: r for r in MemoryRecord.objects.filter(app_name="app")}
+    extractor: Extractor = store.extractor_for("app")
+    candidates = extractor.from_events("app", "u1", "s1", events)
+    assert len(stored) == len(candidates) == len(texts)
+    params = Policy.objects.get(app_name="app").params()
+    fields = [
+        f.attname
+        for f in MemoryRecord._meta.concrete_fields
+        if f.attname not in ("id", "search_vector")
+    ]
+    for c in candidates:
+        expected = store._new_record("app", "u1", c, NOW, params)
+        expected.search_tokens = search_text.reindex(
+            expected.content, expected.author, expected.search_tokens
+        )
+        got = stored[c.dedupe_key]
+        assert {f: getattr(got, f) for f in fields} == {f: getattr(expected, f) for f in fields}
+    assert any(r.due_at for r in stored.values()) and any(r.slot for r in stored.values())
+    assert any("@" in r.search_tokens for r in stored.values())  # the context layer

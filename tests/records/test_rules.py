@@ -3,6 +3,7 @@
 import pytest
 import re2
 
+from records import re2_match
 from records.rules import (
     DEFAULT_RULES,
     DROP,
@@ -231,3 +232,22 @@ def test_patterns_re2_cannot_run_are_refused_saying_what_to_write(pattern, messa
     assert message in str(refused.value)
     if "backreferences" in message or "lookahead" in message:
         assert "never backtracks" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\bthanks\b", r"(?:hi|hello)!?", r"\pL+", r"a", r"\d{3}", r"[😊é]", r"[a-z,] +[A-Z][a-z]+"],
+)
+@pytest.mark.parametrize(
+    "text",
+    ["", "hi", "Hello!", "thanks a lot", "café 😊 é", "tel 555 1234 99", "a" * 300, "x, Ana Bo"],
+)
+def test_the_direct_match_agrees_with_the_wrapper(pattern, text):
+    regexp = compiled(pattern)
+    encoded = text.encode("utf-8")
+    assert re2_match.matches(regexp, encoded) == (regexp.search(encoded) is not None)
+    assert re2_match.matches(regexp, encoded, whole=True) == (regexp.fullmatch(encoded) is not None)
+    assert re2_match.find_all(regexp, encoded) == regexp.findall(encoded)
+    for pos in range(len(encoded) + 1):
+        found = regexp.search(encoded, pos)
+        assert re2_match.span(regexp, encoded, pos) == (found and found.span())
