@@ -48,6 +48,13 @@ class Tuning:
     best: list[Candidate]
     exact: bool
 
+    def beats_current(self, c: Candidate) -> bool:
+        """Less regret than the policy that ran, or as little with fewer evictions."""
+        return (c.totals.regret, c.totals.evictions) < (
+            self.current.regret,
+            self.current.evictions,
+        )
+
     def as_json(self) -> dict:
         """Per-app totals only: no user id, no record content."""
         return {

@@ -434,12 +434,7 @@ def tune_worker(args: dict) -> dict:
     touches.redis_client.cache_clear()
     # As a person would: the best candidate only if it beats the policy that ran on the
     # tuner's own figures (the list may hold only worse ones).
-    best = tuning.best[0] if tuning.best else None
-    if best is not None and (best.totals.regret, best.totals.evictions) >= (
-        tuning.current.regret,
-        tuning.current.evictions,
-    ):
-        best = None
+    best = tuning.best[0] if tuning.best and tuning.beats_current(tuning.best[0]) else None
     values = {} if best is None else {f: new for f, (_, new) in best.changes.items()}
     return {
         "values": json.dumps(values, sort_keys=True, default=float),

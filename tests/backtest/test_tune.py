@@ -41,6 +41,15 @@ def test_tuning_finds_no_more_regret_at_no_more_storage_and_applies_nothing():
         assert c.mean_records <= result.current_mean_records
     regrets = [(c.totals.regret, c.totals.evictions) for c in result.best]
     assert regrets == sorted(regrets)
+    for c in result.best:
+        better = (c.totals.regret, c.totals.evictions) < (
+            result.current.regret,
+            result.current.evictions,
+        )
+        assert result.beats_current(c) == better
+    assert not result.beats_current(
+        tune.Candidate("the same", Policy(), {}, result.current, 0.0, 0.0)
+    )
 
 
 def test_the_command_prints_the_best_three_with_their_change():
