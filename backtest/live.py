@@ -95,28 +95,6 @@ class _Bounds:
         return self._half_lives(t) > MAX_HALF_LIVES
 
 
-class _Floors:
-    """Lower bounds that never fall: ``w_frequency * frequency + w_importance *
-    importance`` of a record whose importance does not decay (no due date, or no
-    past-due half-life). Frequency never falls and recency is at least 0, so its score
-    never goes below that, whenever it is taken. A record far above the victims waits
-    here instead of being scored again each time its recency bound decays."""
-
-    def __init__(self) -> None:
-        self.heap: list[tuple[float, int | str]] = []  # (floor, id)
-
-    def push(self, floor: float, record_id) -> None:
-        heapq.heappush(self.heap, (floor, record_id))
-
-    def lowest(self, live: dict, t: datetime) -> tuple[float, int | str] | None:
-        heap = self.heap
-        while heap and heap[0][1] not in live:
-            heapq.heappop(heap)
-        if not heap:
-            return None
-        return heap[0][0] - EPSILON, heap[0][1]
-
-
 class Live:
     def __init__(self) -> None:
         self.records: dict[int | str, pure.Record] = {}
@@ -125,7 +103,6 @@ class Live:
         self._policy: pure.HybridPolicy | None = None  # of _params
         self._plain: _Bounds | None = None  # scores that fall with recency only
         self._due: _Bounds | None = None  # with a due date: importance may fall too
-        self._floors = _Floors()
         self._by_age: list[tuple[datetime, int | str]] = []  # unpinned, by created_at
         self._slotted: dict[int | str, pure.Record] = {}
         self._slot_counts: dict[str, int] = {}
@@ -207,7 +184,7 @@ class Live:
         for i in taken:
             if i not in evicted:
                 r = self.records[i]
-                self._keep(r, policy.score(r, t), t, last)
+                self._push(r, policy.score(r, t).total, t)
         return victims
 
     def _score_band(self, chosen, taken, t, policy, last) -> bool:
@@ -223,9 +200,9 @@ class Live:
         moved = False
         for i in band:
             r = self.records[i]
-            score = policy.score(r, t)
-            if score.total > last + 2 * EPSILON:
-                self._keep(r, score, t, last)
+            score = policy.score(r, t).total
+            if score > last + 2 * EPSILON:
+                self._push(r, score, t)
             else:
                 chosen[i] = r
                 taken.append(i)
@@ -240,7 +217,7 @@ class Live:
         """(bound, id, its heap) of the lowest live key of both heaps."""
         records = self.records
         best = None
-        for bounds in (self._plain, self._due, self._floors):
+        for bounds in (self._plain, self._due):
             lowest = bounds.lowest(records, t)  # type: ignore[union-attr]
             if lowest is not None and (best is None or lowest < best[:2]):
                 best = (*lowest, bounds)
@@ -252,17 +229,6 @@ class Live:
             return None
         heapq.heappop(lowest[2].heap)
         return lowest[1]
-
-    def _keep(self, r: pure.Record, score: pure.Score, t: datetime, last: float) -> None:
-        """Back into a heap, scored ``score`` at ``t`` above the last victim's ``last``:
-        among the floors when its floor alone is above ``last``, else keyed at ``t``."""
-        params = self._params
-        if r.due_at is None or params.past_due_half_life_hours <= 0:  # type: ignore[union-attr]
-            floor = params.w_frequency * score.frequency + params.w_importance * score.importance  # type: ignore[union-attr]
-            if floor > last + 2 * EPSILON:
-                self._floors.push(floor, r.id)
-                return
-        self._push(r, score.total, t)
 
     def _push(self, r: pure.Record, score: float, t: datetime) -> None:
         params = self._params
@@ -321,7 +287,6 @@ class Live:
         self._policy = pure.HybridPolicy(params)
         self._plain = _Bounds(hours, t)
         self._due = _Bounds(min(hours, due_hours) if due_hours > 0 else hours, t)
-        self._floors = _Floors()
         policy = self._policy
         for r in self.records.values():
             if not r.slot:
