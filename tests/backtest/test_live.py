@@ -100,37 +100,6 @@ def test_the_victims_are_the_pure_policys_when_many_scores_tie(seed):
     assert compared > 50
 
 
-def test_records_far_above_the_victims_wait_on_their_floor_and_still_come_back():
-    # A short half-life: the recency bounds of the important records soon fall below
-    # the victims' scores, but their importance alone keeps them above: they wait on
-    # the floor heap. Later the unimportant ones stop coming, and the important ones
-    # are the victims again.
-    params = pure.PolicyParams(
-        max_records=10,
-        w_recency=0.5,
-        w_frequency=0.0,
-        w_importance=0.5,
-        half_life=timedelta(hours=24),
-        ttl=timedelta(days=3650),
-    )
-    live = Live()
-    now = T0
-    waited = 0
-    for i in range(200):
-        now += timedelta(hours=5)
-        importance = 0.9 if i < 15 or i >= 150 else 0.1
-        r = pure.Record(id=i, created_at=now, last_accessed_at=now, importance=importance)
-        live.add(r, now, params)
-        expected = pure.HybridPolicy(params).victims(list(live.records.values()), now)
-        got = live.victims(now, params)
-        assert got == expected, i
-        for v in got:
-            live.remove(v.id)
-        waited = max(waited, sum(1 for _, j in live._floors.heap if j in live))
-    assert waited > 0
-    assert sorted(live.records) == list(range(190, 200))  # the floors came back
-
-
 def test_equal_scores_are_ranked_by_the_policys_tie_breaks():
     # Equal importance, no recency: every record scores the same, so the bounds never
     # separate the victim from the rest; the pure policy's tie-breaks decide.
