@@ -166,6 +166,7 @@ class Live:
         chosen.update(self._slotted)
         policy = self._policy  # params'
         taken: list[int | str] = []  # out of the heaps: back in unless evicted
+        scores: dict[int | str, float] = {}  # of taken records at t, when known
         while True:
             answer = self._answer(chosen, t, params)
             if answer is None:  # the caps cannot be met inside: the lowest keys come in
@@ -178,18 +179,20 @@ class Live:
                     taken.append(lowest)
                 continue
             victims, last = answer
-            if not self._score_band(chosen, taken, t, policy, last):
+            if not self._score_band(chosen, taken, t, policy, last, scores):
                 break
         evicted = {v.id for v in victims}
         for i in taken:
             if i not in evicted:
                 r = self.records[i]
-                self._push(r, policy.score(r, t).total, t)
+                score = scores.get(i)
+                self._push(r, policy.score(r, t).total if score is None else score, t)
         return victims
 
-    def _score_band(self, chosen, taken, t, policy, last) -> bool:
+    def _score_band(self, chosen, taken, t, policy, last, scores) -> bool:
         """Score every keyed record whose bound is not above ``last``: those at or
-        below it come into ``chosen``, the others go back keyed at ``t``. False: none."""
+        below it come into ``chosen`` (their ``scores`` kept), the others go back keyed
+        at ``t``. False: none."""
         band = []
         while True:
             lowest = self._lowest_of(t)
@@ -206,6 +209,7 @@ class Live:
             else:
                 chosen[i] = r
                 taken.append(i)
+                scores[i] = score
                 moved = True
         return moved
 
