@@ -46,7 +46,7 @@ _EVICTED_COLUMNS = (
 def _rows(queryset: QuerySet) -> Iterator[tuple]:
     """The rows of a ``values_list`` query, in chunks. On PostgreSQL they come through
     a cursor of their own that parses timestamps with ``datetime.fromisoformat`` (C):
-    Django's loader, psycopg's pure-Python one, took a third of the read. JSON columns
+    Django's loader, psycopg's pure-Python one, took half the read's time. JSON columns
     then come as text: ``_json`` reads them."""
     if connection.vendor != "postgresql":
         yield from queryset.iterator(chunk_size=CHUNK)
