@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
-from django.db.models import Min
+from django.db import connection
+from django.db.models import Min, QuerySet
 
 from records import access_log
 from records.models import (
@@ -22,6 +24,7 @@ from records.models import (
 from .replay import RecordHistory, Schedule, Search
 
 USER_BATCH = 200
+CHUNK = 2000
 # MemoryRecord columns in RecordHistory's order: the ones as_policy_record reads.
 _RECORD_COLUMNS = POLICY_RECORD_FIELDS
 _EVICTED_COLUMNS = (
@@ -38,6 +41,34 @@ _EVICTED_COLUMNS = (
     "stated_at",
     "term_hashes",
 )
+
+
+def _rows(queryset: QuerySet) -> Iterator[tuple]:
+    """The rows of a ``values_list`` query, in chunks. On PostgreSQL they come through
+    a cursor of their own that parses timestamps with ``datetime.fromisoformat`` (C):
+    Django's loader, psycopg's pure-Python one, took half the read's time. JSON columns
+    then come as text: ``_json`` reads them."""
+    if connection.vendor != "postgresql":
+        yield from queryset.iterator(chunk_size=CHUNK)
+        return
+    from psycopg.adapt import Loader
+
+    class IsoTimestamptz(Loader):
+        def load(self, data) -> datetime:
+            moment = datetime.fromisoformat(bytes(data).decode())
+            return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg's: its loaders are its own
+        raw.adapters.register_loader("timestamptz", IsoTimestamptz)
+        raw.execute(sql, params)
+        while rows := raw.fetchmany(CHUNK):
+            yield from rows
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def users(app_name: str, start: datetime) -> list[str]:
@@ -111,7 +142,7 @@ def user_histories(
         live = MemoryRecord.objects.filter(app_name=app_name, user_id__in=batch).values_list(
             "user_id", *_RECORD_COLUMNS
         )
-        for user_id, *row in live.iterator(chunk_size=2000):
+        for user_id, *row in _rows(live):
             id_, created, last, hits, importance, pinned, tokens, due, slot, stated = row
             records[user_id].append(
                 RecordHistory(
@@ -137,7 +168,7 @@ def user_histories(
         kept = access_log.EvictedRecord.objects.filter(
             app_name=app_name, user_id__in=batch, evicted_at__gte=start
         ).values_list(*_EVICTED_COLUMNS)
-        for row in kept.iterator(chunk_size=2000):
+        for row in _rows(kept):
             (record_id, user_id, evicted_at, created, last, hits, importance, pinned, due, slot,
              stated, hashes) = row  # fmt: skip
             event = events.pop(record_id, None)
@@ -158,7 +189,7 @@ def user_histories(
                     stated_at=stated,
                     removed_at=evicted_at,
                     removed_reason=event[2],
-                    term_hashes=frozenset(hashes),
+                    term_hashes=frozenset(_json(hashes)),
                 )
             )
         missing: dict[str, int] = defaultdict(int)
@@ -168,7 +199,7 @@ def user_histories(
         logged = access_log.SearchLog.objects.filter(
             app_name=app_name, user_id__in=batch, searched_at__gte=since
         ).order_by("searched_at", "id")
-        for s in logged.values_list("user_id", "searched_at", "record_ids", "term_hashes"):
-            searches[s[0]].append(Search(s[1], tuple(s[2]), frozenset(s[3])))
+        for s in _rows(logged.values_list("user_id", "searched_at", "record_ids", "term_hashes")):
+            searches[s[0]].append(Search(s[1], tuple(_json(s[2])), frozenset(_json(s[3]))))
         for user_id in batch:
             yield user_id, records[user_id], searches[user_id], missing[user_id]

@@ -26,7 +26,7 @@ keyed afresh, the others come in.
 from __future__ import annotations
 
 import heapq
-from dataclasses import replace
+from dataclasses import fields
 from datetime import datetime
 
 from records import policy as pure
@@ -39,6 +39,21 @@ MAX_HALF_LIVES = 500
 CAP_REASONS = frozenset({pure.RECORD_CAP, pure.TOKEN_CAP})
 
 
+_PARAM_FIELDS = tuple(f.name for f in fields(pure.PolicyParams))
+
+
+def _with_caps(params: pure.PolicyParams, max_records: int, max_tokens: int):
+    """``replace(params, max_records=..., max_tokens=...)`` without validating again:
+    ``params`` was validated, and ``_answer`` passes caps of at least 1 only. (Validating
+    took an eighth of a backtest: the lowered token cap differs at almost every call.)"""
+    inner = object.__new__(pure.PolicyParams)
+    for name in _PARAM_FIELDS:
+        object.__setattr__(inner, name, getattr(params, name))
+    object.__setattr__(inner, "max_records", max_records)
+    object.__setattr__(inner, "max_tokens", max_tokens)
+    return inner
+
+
 class _Bounds:
     """Lower bounds on scores that fall by at most half every ``hours``."""
 
@@ -46,12 +61,22 @@ class _Bounds:
         self.hours = hours
         self.origin = origin
         self.heap: list[tuple[float, int | str]] = []  # (key, id); one per id
+        # 2 ** and 0.5 ** the half-lives at the last moment asked: many keys and bounds
+        # are taken at one moment (an enforcement).
+        self._at: datetime | None = None
+        self._up = self._down = 1.0
 
     def _half_lives(self, t: datetime) -> float:
         return (t - self.origin).total_seconds() / 3600.0 / self.hours
 
+    def _factors(self, t: datetime) -> None:
+        if t is not self._at:
+            half_lives = self._half_lives(t)
+            self._at, self._up, self._down = t, 2.0**half_lives, 0.5**half_lives
+
     def key(self, score: float, t: datetime) -> float:
-        return score * 2.0 ** self._half_lives(t)
+        self._factors(t)
+        return score * self._up
 
     def push(self, score: float, record_id, t: datetime) -> None:
         heapq.heappush(self.heap, (self.key(score, t), record_id))
@@ -63,7 +88,8 @@ class _Bounds:
             heapq.heappop(heap)
         if not heap:
             return None
-        return heap[0][0] * 0.5 ** self._half_lives(t) - EPSILON, heap[0][1]
+        self._factors(t)
+        return heap[0][0] * self._down - EPSILON, heap[0][1]
 
     def stale(self, t: datetime) -> bool:
         return self._half_lives(t) > MAX_HALF_LIVES
@@ -74,6 +100,7 @@ class Live:
         self.records: dict[int | str, pure.Record] = {}
         self.tokens = 0
         self._params: pure.PolicyParams | None = None
+        self._policy: pure.HybridPolicy | None = None  # of _params
         self._plain: _Bounds | None = None  # scores that fall with recency only
         self._due: _Bounds | None = None  # with a due date: importance may fall too
         self._by_age: list[tuple[datetime, int | str]] = []  # unpinned, by created_at
@@ -104,7 +131,7 @@ class Live:
             self._shared_slots += n == 2
         elif self._params is not None:
             # Keyed under the policy the heaps hold; a change of policy rebuilds them.
-            self._push(r, pure.HybridPolicy(self._params).score(r, t).total, t)
+            self._push(r, self._policy.score(r, t).total, t)  # type: ignore[union-attr]
 
     def remove(self, record_id) -> pure.Record | None:
         r = self.records.pop(record_id, None)
@@ -137,8 +164,9 @@ class Live:
             self._rebuild(t, params)
         chosen = {r.id: r for r in expired}
         chosen.update(self._slotted)
-        policy = pure.HybridPolicy(params)
+        policy = self._policy  # params'
         taken: list[int | str] = []  # out of the heaps: back in unless evicted
+        scores: dict[int | str, float] = {}  # of taken records at t, when known
         while True:
             answer = self._answer(chosen, t, params)
             if answer is None:  # the caps cannot be met inside: the lowest keys come in
@@ -151,24 +179,27 @@ class Live:
                     taken.append(lowest)
                 continue
             victims, last = answer
-            if not self._score_band(chosen, taken, t, policy, last):
+            if not self._score_band(chosen, taken, t, policy, last, scores):
                 break
         evicted = {v.id for v in victims}
         for i in taken:
             if i not in evicted:
                 r = self.records[i]
-                self._push(r, policy.score(r, t).total, t)
+                score = scores.get(i)
+                self._push(r, policy.score(r, t).total if score is None else score, t)
         return victims
 
-    def _score_band(self, chosen, taken, t, policy, last) -> bool:
+    def _score_band(self, chosen, taken, t, policy, last, scores) -> bool:
         """Score every keyed record whose bound is not above ``last``: those at or
-        below it come into ``chosen``, the others go back keyed at ``t``. False: none."""
+        below it come into ``chosen`` (their ``scores`` kept), the others go back keyed
+        at ``t``. False: none."""
         band = []
         while True:
-            lowest = self._lowest(t)
+            lowest = self._lowest_of(t)
             if lowest is None or lowest[0] > last:
                 break
-            band.append(self._pop_lowest(t))
+            heapq.heappop(lowest[2].heap)
+            band.append(lowest[1])
         moved = False
         for i in band:
             r = self.records[i]
@@ -178,25 +209,30 @@ class Live:
             else:
                 chosen[i] = r
                 taken.append(i)
+                scores[i] = score
                 moved = True
         return moved
 
     def _lowest(self, t) -> tuple[float, int | str] | None:
-        found = [
-            b for b in (self._plain.lowest(self.records, t), self._due.lowest(self.records, t)) if b
-        ]  # type: ignore[union-attr]
-        return min(found) if found else None
+        found = self._lowest_of(t)
+        return None if found is None else found[:2]
+
+    def _lowest_of(self, t) -> tuple[float, int | str, _Bounds] | None:
+        """(bound, id, its heap) of the lowest live key of both heaps."""
+        records = self.records
+        best = None
+        for bounds in (self._plain, self._due):
+            lowest = bounds.lowest(records, t)  # type: ignore[union-attr]
+            if lowest is not None and (best is None or lowest < best[:2]):
+                best = (*lowest, bounds)
+        return best
 
     def _pop_lowest(self, t) -> int | str | None:
-        lowest = self._lowest(t)
+        lowest = self._lowest_of(t)
         if lowest is None:
             return None
-        for bounds in (self._plain, self._due):
-            heap = bounds.heap  # type: ignore[union-attr]
-            if heap and heap[0][1] == lowest[1]:
-                heapq.heappop(heap)
-                return lowest[1]
-        raise AssertionError("the lowest key is in neither heap")
+        heapq.heappop(lowest[2].heap)
+        return lowest[1]
 
     def _push(self, r: pure.Record, score: float, t: datetime) -> None:
         params = self._params
@@ -224,12 +260,12 @@ class Live:
         return victims, (float("-inf") if last is None else last)
 
     def _inner(self, params, max_records, max_tokens) -> pure.HybridPolicy:
-        """The policy ``params`` with lowered caps (validated once per pair)."""
+        """The policy ``params`` with lowered caps."""
         if self._inner_of is not params or len(self._inner_cache) > 256:
             self._inner_of, self._inner_cache = params, {}
         policy = self._inner_cache.get((max_records, max_tokens))
         if policy is None:
-            inner = replace(params, max_records=max_records, max_tokens=max_tokens)
+            inner = _with_caps(params, max_records, max_tokens)
             policy = self._inner_cache[(max_records, max_tokens)] = pure.HybridPolicy(inner)
         return policy
 
@@ -252,9 +288,10 @@ class Live:
         hours = params.half_life_hours
         due_hours = params.past_due_half_life_hours
         self._params = params
+        self._policy = pure.HybridPolicy(params)
         self._plain = _Bounds(hours, t)
         self._due = _Bounds(min(hours, due_hours) if due_hours > 0 else hours, t)
-        policy = pure.HybridPolicy(params)
+        policy = self._policy
         for r in self.records.values():
             if not r.slot:
                 self._push(r, policy.score(r, t).total, t)

@@ -198,10 +198,12 @@ def replay(
     *,
     progress: Callable[[int, int], None] | None = None,
     workers: int = 1,
+    user_ids: Sequence[str] | None = None,
 ) -> Replayed:
     """Per-day figures of the policy that ran and of each candidate; each user's history
     is read and prepared once, whatever the number of candidates. ``workers`` > 1
-    replays the users of each batch on that many processes (``parallel.Replayer``)."""
+    replays the users of each batch on that many processes (``parallel.Replayer``).
+    ``user_ids``: only these users (the tuner's sample), else every user of the app."""
     proposed = []
     for candidate in candidates:
         try:
@@ -213,7 +215,7 @@ def replay(
     current = [DayStats() for _ in range(n_days)]
     tried = [[DayStats() for _ in range(n_days)] for _ in proposed]
     exactness = Exactness()
-    users = history.users(app_name, start)
+    users = history.users(app_name, start) if user_ids is None else list(user_ids)
     since = now - access_log.retention()
     done = 0
     with parallel.Replayer(real, proposed, start, end, workers) as replayer:

@@ -6,24 +6,35 @@ replayed over the same window (``service.replay``: one read of each user's histo
 kept when it holds on average no more tokens and no more records per day than the
 policy that ran. The best are those with the lowest regret, then the fewest evictions.
 Nothing is applied: a person applies one through the normal policy change.
+
+With more than ``SAMPLE_USERS`` users the search is in two rounds (successive halving):
+every candidate is replayed on a fixed sample of ``SAMPLE_USERS`` users (``sample``: the
+lowest SHA-256 of the user id, so the same users whatever the history or its order),
+ranked there by the same rule, and only the ``FINALISTS`` best are replayed on every
+user. The best three and all their figures come from those full replays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from records.models import Policy
 from records.policy import PRESETS
 
-from . import service
+from . import history, service
 from .replay import DayStats
 
 WEIGHT_STEP = 0.25
 HALF_LIVES_HOURS = (7 * 24.0, 30 * 24.0, 90 * 24.0)
 FRESH_STARTS = (0.0, 1.0)
 BEST = 3
+# Successive halving: above SAMPLE_USERS users, all candidates are ranked on a sample of
+# that many users and the FINALISTS best are replayed on every user.
+SAMPLE_USERS = 300
+FINALISTS = 8
 
 
 @dataclass
@@ -47,6 +58,7 @@ class Tuning:
     tried: int
     best: list[Candidate]
     exact: bool
+    sampled: int = 0  # users of the first round (0: every candidate replayed on every user)
 
     def beats_current(self, c: Candidate) -> bool:
         """Less regret than the policy that ran, or as little with fewer evictions."""
@@ -62,6 +74,7 @@ class Tuning:
             "start": self.start.isoformat(),
             "end": self.end.isoformat(),
             "tried": self.tried,
+            "sampled": self.sampled,
             "exact": self.exact,
             "current": {
                 **asdict(self.current),
@@ -114,6 +127,13 @@ def space(app_name: str) -> list[tuple[str, Policy]]:
     return out
 
 
+def sample(user_ids: Sequence[str], size: int = SAMPLE_USERS) -> list[str]:
+    """The ``size`` users whose ids have the lowest SHA-256, in id order: a fixed choice
+    that depends on neither the history nor the order the users are listed in."""
+    chosen = sorted(user_ids, key=lambda u: (hashlib.sha256(u.encode()).digest(), u))[:size]
+    return sorted(chosen)
+
+
 def tune(
     app_name: str,
     days: int,
@@ -121,24 +141,46 @@ def tune(
     *,
     progress: Callable[[int, int], None] | None = None,
     workers: int = 1,
+    sample_users: int = SAMPLE_USERS,
+    finalists: int = FINALISTS,
 ) -> Tuning:
     start, end = service.check_window(app_name, days, now)
     candidates = space(app_name)
-    replayed = service.replay(
-        app_name, start, end, now, [c for _, c in candidates], progress=progress, workers=workers
-    )
+    users = history.users(app_name, start)
     current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
     base = current.snapshot()
+    finals = candidates
+    sampled: list[str] = []
+    if len(users) > sample_users and len(candidates) > finalists:
+        sampled = sample(users, sample_users)
+        total = len(sampled) + len(users)
+        first = service.replay(
+            app_name,
+            start,
+            end,
+            now,
+            [c for _, c in candidates],
+            progress=None if progress is None else (lambda done, _n: progress(done, total)),
+            workers=workers,
+            user_ids=sampled,
+        )
+        ranked = _ranked(candidates, first, base, keep_all=True)
+        kept = {c.label for c in ranked[:finalists]}
+        finals = [(label, policy) for label, policy in candidates if label in kept]
+        if progress is not None:
+            done_first = len(sampled)
+            progress = (lambda p: lambda done, _n: p(done_first + done, total))(progress)
+    replayed = service.replay(
+        app_name,
+        start,
+        end,
+        now,
+        [c for _, c in finals],
+        progress=progress,
+        workers=workers,
+        user_ids=users,
+    )
     cur_records, cur_tokens = _means(replayed.current)
-    scored = []
-    for (label, policy), days_ in zip(candidates, replayed.candidates, strict=True):
-        records, tokens = _means(days_)
-        if records > cur_records or tokens > cur_tokens:
-            continue  # more storage than the policy that ran
-        snapshot = policy.snapshot()
-        changes = {f: (base[f], v) for f, v in snapshot.items() if v != base[f]}
-        scored.append(Candidate(label, policy, changes, _total(days_), records, tokens))
-    scored.sort(key=lambda c: (c.totals.regret, c.totals.evictions, c.mean_tokens, c.label))
     return Tuning(
         app_name=app_name,
         start=start,
@@ -147,9 +189,33 @@ def tune(
         current_mean_records=cur_records,
         current_mean_tokens=cur_tokens,
         tried=len(candidates),
-        best=scored[:BEST],
+        best=_ranked(finals, replayed, base)[:BEST],
         exact=replayed.exactness.exact,
+        sampled=len(sampled),
     )
+
+
+def _ranked(
+    candidates: Sequence[tuple[str, Policy]],
+    replayed: service.Replayed,
+    base: dict,
+    *,
+    keep_all: bool = False,
+) -> list[Candidate]:
+    """The candidates at no more storage than the policy that ran, best first (then,
+    with ``keep_all``, the others, best first)."""
+    cur_records, cur_tokens = _means(replayed.current)
+    scored, over = [], []
+    for (label, policy), days_ in zip(candidates, replayed.candidates, strict=True):
+        records, tokens = _means(days_)
+        snapshot = policy.snapshot()
+        changes = {f: (base[f], v) for f, v in snapshot.items() if v != base[f]}
+        c = Candidate(label, policy, changes, _total(days_), records, tokens)
+        # More storage than the policy that ran: dropped.
+        (over if records > cur_records or tokens > cur_tokens else scored).append(c)
+    for group in (scored, over):
+        group.sort(key=lambda c: (c.totals.regret, c.totals.evictions, c.mean_tokens, c.label))
+    return scored + over if keep_all else scored
 
 
 def _total(days: list[DayStats]) -> DayStats:

@@ -336,13 +336,40 @@ def score_terms(
 
     ``seconds_past_due`` is None for a record without a due date (negative: not due yet).
     """
+    return _blend(seconds_since_access, hits, importance, seconds_past_due, *_blend_constants(p))
+
+
+def _blend_constants(p: PolicyParams) -> tuple[float, float, float, float, float, float]:
+    """What ``score_terms`` derives from ``p``: taken once per ``HybridPolicy``."""
+    return (
+        p.half_life_hours,
+        math.log1p(p.saturation_hits),
+        p.past_due_half_life_hours,
+        p.w_recency,
+        p.w_frequency,
+        p.w_importance,
+    )
+
+
+def _blend(
+    seconds_since_access: float,
+    hits: int,
+    importance: float,
+    seconds_past_due: float | None,
+    half_life_hours: float,
+    log_saturation: float,
+    past_due_half_life_hours: float,
+    w_recency: float,
+    w_frequency: float,
+    w_importance: float,
+) -> Score:
     # A record touched "after" now (a preview as of the past) counts as just touched.
     hours = max(0.0, seconds_since_access / 3600.0)
-    recency = 0.5 ** (hours / p.half_life_hours)
-    frequency = min(1.0, math.log1p(max(hits, 0)) / math.log1p(p.saturation_hits))
-    if seconds_past_due is not None and seconds_past_due > 0 and p.past_due_half_life_hours > 0:
-        importance = importance * 0.5 ** (seconds_past_due / 3600.0 / p.past_due_half_life_hours)
-    total = p.w_recency * recency + p.w_frequency * frequency + p.w_importance * importance
+    recency = 0.5 ** (hours / half_life_hours)
+    frequency = min(1.0, math.log1p(max(hits, 0)) / log_saturation)
+    if seconds_past_due is not None and seconds_past_due > 0 and past_due_half_life_hours > 0:
+        importance = importance * 0.5 ** (seconds_past_due / 3600.0 / past_due_half_life_hours)
+    total = w_recency * recency + w_frequency * frequency + w_importance * importance
     return Score(recency, frequency, importance, round(total, SCORE_DECIMALS))
 
 
@@ -372,7 +399,12 @@ class HybridPolicy:
     """TTL, then pins, then capacity caps with victims chosen by the blended score."""
 
     def __init__(self, params: PolicyParams | None = None) -> None:
-        self.params = params or PolicyParams()
+        self._params = params or PolicyParams()
+        self._constants = _blend_constants(self._params)
+
+    @property
+    def params(self) -> PolicyParams:
+        return self._params
 
     def live(self, r: Record, now: datetime) -> bool:
         return live(r, now, self.params)
@@ -382,8 +414,12 @@ class HybridPolicy:
 
     def score(self, r: Record, now: datetime) -> Score:
         past_due = None if r.due_at is None else (now - r.due_at).total_seconds()
-        return score_terms(
-            (now - r.last_accessed_at).total_seconds(), r.hits, r.importance, self.params, past_due
+        return _blend(
+            (now - r.last_accessed_at).total_seconds(),
+            r.hits,
+            r.importance,
+            past_due,
+            *self._constants,
         )
 
     def ranked(self, records: Iterable[Record], now: datetime) -> list[tuple[Record, Score]]:

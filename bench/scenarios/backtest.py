@@ -17,7 +17,8 @@ printed but not checked here (tests/backtest checks it on histories the services
 Measured, each in a fresh process (``bench.subproc``) with its peak RSS (of the
 parent; ``workers`` > 1 replays users on that many forked children as well): ``backtest``
 (``backtest.service.run``: the policy that ran and one candidate, the article preset)
-and, unless the size says not, ``tune`` (``backtest.tune.tune``: the whole space).
+and, unless the size says not, ``tune`` (``backtest.tune.tune``: the whole space, in two
+rounds above ``tune.SAMPLE_USERS`` users).
 """
 
 from __future__ import annotations

@@ -29,14 +29,17 @@ def random_params(rng: random.Random, max_records: int) -> pure.PolicyParams:
     )
 
 
-def random_record(rng: random.Random, i: int, now: datetime, params) -> pure.Record:
+def random_record(
+    rng: random.Random, i: int, now: datetime, params, ties: bool = False
+) -> pure.Record:
     due = now + timedelta(hours=rng.randint(-48, 96)) if rng.random() < 0.2 else None
+    importance = rng.choice([0.2, 0.5] if ties else [0.0, 0.1, 0.2, 0.5, 0.9, rng.random()])
     return pure.Record(
         id=i,
         created_at=now,
         last_accessed_at=pure.fresh_last_accessed(now, params),
         hits=0,
-        importance=rng.choice([0.0, 0.1, 0.2, 0.5, 0.9, rng.random()]),
+        importance=importance,
         pinned=rng.random() < 0.05,
         tokens=rng.randint(0, 80),
         due_at=due,
@@ -45,8 +48,9 @@ def random_record(rng: random.Random, i: int, now: datetime, params) -> pure.Rec
     )
 
 
-def run_history(seed: int, steps: int, max_records: int) -> int:
-    """Random writes, touches, removals and policy changes; compare at every write."""
+def run_history(seed: int, steps: int, max_records: int, ties: bool = False) -> int:
+    """Random writes, touches, removals and policy changes; compare at every write.
+    ``ties``: two importances and coarse moments, so that many records score alike."""
     rng = random.Random(seed)
     policies = [random_params(rng, max_records) for _ in range(3)]
     params = policies[0]
@@ -54,7 +58,7 @@ def run_history(seed: int, steps: int, max_records: int) -> int:
     now = T0
     compared = 0
     for i in range(steps):
-        now += timedelta(minutes=rng.choice([0, 1, 30, 90, 600, 3000]))
+        now += timedelta(minutes=rng.choice([0, 0, 60] if ties else [0, 1, 30, 90, 600, 3000]))
         if rng.random() < 0.02:
             params = rng.choice(policies)
         roll = rng.random()
@@ -74,7 +78,7 @@ def run_history(seed: int, steps: int, max_records: int) -> int:
         if roll < 0.38 and live.records:
             live.remove(rng.choice(sorted(live.records)))
             continue
-        live.add(random_record(rng, i, now, params), now, params)
+        live.add(random_record(rng, i, now, params, ties), now, params)
         expected = pure.HybridPolicy(params).victims(list(live.records.values()), now)
         got = live.victims(now, params)
         assert got == expected, (seed, i)
@@ -88,6 +92,12 @@ def run_history(seed: int, steps: int, max_records: int) -> int:
 def test_the_victims_are_the_pure_policys_on_random_histories(seed):
     compared = run_history(seed, steps=700, max_records=[5, 20, 60][seed % 3])
     assert compared > 50  # the caps, TTLs and slots really were enforced
+
+
+@pytest.mark.parametrize("seed", range(100, 112))
+def test_the_victims_are_the_pure_policys_when_many_scores_tie(seed):
+    compared = run_history(seed, steps=600, max_records=[5, 20, 60][seed % 3], ties=True)
+    assert compared > 50
 
 
 def test_equal_scores_are_ranked_by_the_policys_tie_breaks():

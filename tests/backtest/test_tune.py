@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from backtest import tune
+from backtest import service, tune
 from records.models import Policy
 
 from .history import APP, make_history
@@ -65,3 +65,40 @@ def test_the_command_refuses_an_unknown_app():
     make_history(users=("u1",))
     with pytest.raises(CommandError, match="shop"):
         call_command("tune", "--app", "nope", "--days", "5")
+
+
+def test_the_sample_is_fixed_whatever_the_order_of_the_users():
+    ids = [f"user-{i}" for i in range(50)]
+    chosen = tune.sample(ids, 10)
+    assert len(chosen) == 10 and set(chosen) <= set(ids)
+    assert chosen == sorted(chosen) == tune.sample(list(reversed(ids)), 10)
+    assert tune.sample(ids, 100) == sorted(ids)
+
+
+def test_with_a_sample_the_finalists_are_the_samples_best_and_their_figures_are_full():
+    end = make_history(users=("u1", "u2", "u3"))
+    halved = tune.tune(APP, 5, end, sample_users=1, finalists=4)
+    full = tune.tune(APP, 5, end)
+    assert (halved.sampled, full.sampled) == (1, 0)
+    assert halved.tried == full.tried == len(tune.space(APP))
+    assert halved.current == full.current and halved.exact == full.exact
+    assert 1 <= len(halved.best) <= tune.BEST
+    # The finalists: the best four on the one sampled user, by the tuner's own rule.
+    candidates = tune.space(APP)
+    base = (Policy.objects.get(app_name=APP)).snapshot()
+    first = service.replay(
+        APP, halved.start, halved.end, end, [c for _, c in candidates],
+        user_ids=tune.sample(["u1", "u2", "u3"], 1),
+    )  # fmt: skip
+    finalists = {c.label for c in tune._ranked(candidates, first, base, keep_all=True)[:4]}
+    assert {c.label for c in halved.best} <= finalists
+    # Every figure reported is the candidate's replay over every user.
+    replayed = service.replay(APP, halved.start, halved.end, end, [c.policy for c in halved.best])
+    for c, days in zip(halved.best, replayed.candidates, strict=True):
+        assert c.totals == tune._total(days)
+        assert (c.mean_records, c.mean_tokens) == tune._means(days)
+    # And they are ranked over every user as the full search ranks them.
+    full_rank = [c.label for c in tune._ranked(candidates, service.replay(
+        APP, halved.start, halved.end, end, [c for _, c in candidates]), base)
+        if c.label in finalists]  # fmt: skip
+    assert [c.label for c in halved.best] == full_rank[: len(halved.best)]

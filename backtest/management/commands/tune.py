@@ -37,7 +37,9 @@ class Command(BaseCommand):
         w = self.stdout.write
         cur = result.current
         w(
-            f"{app}: {result.tried} candidates over {result.start:%Y-%m-%d} to "
+            f"{app}: {result.tried} candidates"
+            + (f" (ranked on a sample of {result.sampled} users)" if result.sampled else "")
+            + f" over {result.start:%Y-%m-%d} to "
             f"{result.end:%Y-%m-%d}; the policy that ran: regret {cur.regret}, evictions "
             f"{cur.evictions}, {result.current_mean_tokens:.0f} tokens held a day on average"
             + ("" if result.exact else " (its replay is NOT exact: figures approximate)")
