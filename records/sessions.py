@@ -18,14 +18,17 @@ Each takes plain values and returns ADK objects (``Session``, ``Event``,
 
 from __future__ import annotations
 
+import gc
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, Max, Model, OuterRef, Subquery, TextField
 from django.db.models.functions import Cast
+from django.utils import timezone
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -41,7 +44,7 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
 from .ids import validate_id
-from .locks import acquire_user_lock
+from .locks import acquire_user_lock, user_lock_key
 from .models import (
     APP_NAME_MAX,
     SESSION_ID_MAX,
@@ -109,6 +112,16 @@ def _to_session(row: AgentSession, state: dict[str, Any], events: list[Event]) -
 _SESSION_TEMPLATE = Session(app_name="-", user_id="-", id="-")
 # What pydantic's model_copy(update=...) of the template leaves: every field set.
 _SESSION_FIELDS = frozenset(_SESSION_TEMPLATE.__dict__)
+# The template's fields and private slots that a listing does not set itself (none in
+# this ADK; a later one may add some, with their defaults).
+_OTHER_FIELDS = {
+    k: v
+    for k, v in _SESSION_TEMPLATE.__dict__.items()
+    if k not in {"id", "app_name", "user_id", "state", "events", "last_update_time"}
+}
+_OTHER_PRIVATE = {
+    k: v for k, v in _SESSION_TEMPLATE.__pydantic_private__.items() if k != "_storage_update_marker"
+}
 _set_slot = object.__setattr__
 
 
@@ -121,33 +134,10 @@ def _session_of(
     last_update_time: float,
     revision: int,
 ) -> Session:
-    # Not a validation: every value comes from our own columns (checked when written) or
-    # from Event.model_validate. Built as pydantic's model_construct and model_copy build
-    # a model (the instance dict, the fields set, no extra, the private slots), without
-    # their per-field loop and copies: a listing of 10,000 sessions spent most of its
-    # time here. The template supplies any field and private slot ADK adds later.
-    session = object.__new__(Session)
-    _set_slot(
-        session,
-        "__dict__",
-        {
-            **_SESSION_TEMPLATE.__dict__,
-            "id": session_id,
-            "app_name": app_name,
-            "user_id": user_id,
-            "state": state,
-            "events": events,
-            "last_update_time": last_update_time,
-        },
-    )
-    _set_slot(session, "__pydantic_fields_set__", set(_SESSION_FIELDS))
-    _set_slot(session, "__pydantic_extra__", None)
-    # ADK's slot for the storage revision the caller holds (stale-session detection).
-    _set_slot(
-        session,
-        "__pydantic_private__",
-        {**_SESSION_TEMPLATE.__pydantic_private__, "_storage_update_marker": str(revision)},
-    )
+    session = _sessions_of(
+        app_name, [(user_id, session_id, None, last_update_time, str(revision))], [state], {}, {}
+    )[0]
+    session.__dict__["events"] = events
     return session
 
 
@@ -274,28 +264,129 @@ def _listing(
         )
     # The state as text, decoded here: the JSON field's converter per row cost a third
     # of a 10,000-session listing.
-    rows = rows.order_by(*LISTING_ORDER).values_list(
-        "user_id", "session_id", Cast("state", TextField()), "last_update_time", "revision"
+    listing = rows.order_by(*LISTING_ORDER).values_list(
+        "user_id",
+        "session_id",
+        Cast("state", TextField()),
+        "last_update_time",
+        Cast("revision", TextField()),  # as the session's marker holds it
     )
-    listed = list(rows if limit is None else rows[:limit])
+    app_state = AppState.objects.filter(app_name=app_name).values_list(Cast("state", TextField()))
+    if limit is None:
+        # The user states of the listed sessions' users, found by the database (one
+        # index probe per user state of the app, no list of users sent back).
+        user_states = UserState.objects.filter(
+            app_name=app_name, user_id__in=rows.values("user_id")
+        ).values_list("user_id", Cast("state", TextField()))
+        listed, app_rows, user_rows = _read_together(listing, app_state, user_states)
+    else:
+        # A page: only its own users' states (a cursor deep in a large app would make the
+        # database look at every later session's user).
+        listed, app_rows = _read_together(listing[:limit], app_state)
+        users = {row[0] for row in listed}
+        user_rows = (
+            UserState.objects.filter(app_name=app_name, user_id__in=users).values_list(
+                "user_id", Cast("state", TextField())
+            )
+            if users
+            else []
+        )
     if not listed:
         return []
     # One decode for every state (they are JSON objects from our own column), and the
     # shared states prefixed once per user rather than once per session.
-    states = json.loads("[" + ",".join(row[2] for row in listed) + "]")
-    app_shared = _merged_state(_app_state(app_name), {}, {})
-    users = {row[0] for row in listed}
-    shared = {
-        user: _merged_state({}, state, app_shared)
-        for user, state in UserState.objects.filter(
-            app_name=app_name, user_id__in=users
-        ).values_list("user_id", "state")
-    }
-    sessions = []
+    app_shared = _merged_state(json.loads(app_rows[0][0]) if app_rows else {}, {}, {})
+    shared = {user: _merged_state({}, json.loads(state), app_shared) for user, state in user_rows}
+    with _collector_paused():
+        states = json.loads("[" + ",".join([row[2] for row in listed]) + "]")
+        return _sessions_of(app_name, listed, states, shared, app_shared)
+
+
+@contextmanager
+def _collector_paused():
+    """No cyclic garbage collection while a listing builds its sessions. Six new objects
+    a session, all alive: at 10,000 sessions the collector promoted them generation by
+    generation and ran a full collection of the process. Freed by reference counting
+    when the caller drops them, they need no collection. Whoever found the collector on
+    turns it back on (a pause in another thread may end first: that only shortens this
+    one)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _read_together(*querysets) -> list[list[tuple]]:
+    """The rows of each queryset; on PostgreSQL from one query string (one round trip)."""
+    statements = [qs.query.sql_with_params() for qs in querysets]
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            results = []
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                results.append(cursor.fetchall())
+            return results
+        cursor.execute(
+            ";\n".join(sql for sql, _ in statements),
+            [param for _, params in statements for param in params],
+        )
+        results = [cursor.fetchall()]
+        while cursor.nextset():
+            results.append(cursor.fetchall())
+    if len(results) != len(statements):
+        raise RuntimeError(f"{len(statements)} statements gave {len(results)} results")
+    return results
+
+
+def _sessions_of(
+    app_name: str,
+    listed: list[tuple],
+    states: list[dict[str, Any]],
+    shared: dict[str, dict[str, Any]],
+    app_shared: dict[str, Any],
+) -> list[Session]:
+    """A ``Session`` without events for every listed row (user, session, _, time,
+    revision as text), its state completed with the user's shared states (``app_shared``
+    for a user without any).
+
+    Not a validation: every value comes from our own columns (checked when written).
+    Built as pydantic's model_construct and model_copy build a model (the instance dict,
+    the fields set, no extra, the private slots), without their per-field loop and
+    copies, in one loop without a call per session: a listing of 10,000 sessions spent
+    most of its time here. The template supplies any field and private slot ADK adds
+    later.
+    """
+    new, set_slot, fields = object.__new__, _set_slot, _SESSION_FIELDS
+    other_fields, other_private = _OTHER_FIELDS, _OTHER_PRIVATE
+    built = []
+    append = built.append
     for (user, session_id, _, updated, revision), state in zip(listed, states, strict=True):
         state.update(shared.get(user, app_shared))
-        sessions.append(_session_of(app_name, user, session_id, state, [], updated, revision))
-    return sessions
+        session = new(Session)
+        set_slot(
+            session,
+            "__dict__",
+            {
+                **other_fields,
+                "id": session_id,
+                "app_name": app_name,
+                "user_id": user,
+                "state": state,
+                "events": [],
+                "last_update_time": updated,
+            },
+        )
+        set_slot(session, "__pydantic_fields_set__", set(fields))
+        set_slot(session, "__pydantic_extra__", None)
+        set_slot(
+            session, "__pydantic_private__", {**other_private, "_storage_update_marker": revision}
+        )
+        append(session)
+    return built
 
 
 def list_sessions(
@@ -470,6 +561,90 @@ def _trim_temp_delta(event: Event) -> bool:
     return True
 
 
+def _append_sql() -> str:
+    """The PostgreSQL append: the user's lock, then one statement that locks the session
+    row and writes only if the caller's revision is the stored one and no event with
+    this id is stored yet (anything else is left to the ORM path, which explains it)."""
+    session_t = AgentSession._meta.db_table
+    event_t = SessionEvent._meta.db_table
+    app_t, user_t = AppState._meta.db_table, UserState._meta.db_table
+    return f"""SELECT pg_advisory_xact_lock(%(lock)s);
+    WITH target AS (
+        SELECT id, revision FROM {session_t}
+        WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(session)s
+        FOR UPDATE
+    ), fit AS (
+        SELECT target.id FROM target
+        WHERE target.revision::text = %(marker)s AND NOT EXISTS (
+            SELECT 1 FROM {event_t} e
+            WHERE e.session_id = target.id AND e.event_id = %(event_id)s
+        )
+    ), event AS (
+        INSERT INTO {event_t} ("session_id", "position", "event_id", "invocation_id",
+                               "author", "timestamp", "is_compaction", "data")
+        SELECT fit.id, COALESCE((
+                SELECT e."position" + 1 FROM {event_t} e
+                WHERE e.session_id = fit.id ORDER BY e."position" DESC LIMIT 1
+            ), 0), %(event_id)s, %(invocation_id)s, %(author)s, %(ts)s, %(compaction)s,
+            %(data)s::jsonb
+        FROM fit
+    ), app_state AS (
+        INSERT INTO {app_t} (app_name, state, updated_at)
+        SELECT %(app)s, %(app_delta)s::jsonb, %(now)s FROM fit WHERE %(has_app)s
+        ON CONFLICT (app_name) DO UPDATE
+        SET state = {app_t}.state || EXCLUDED.state, updated_at = EXCLUDED.updated_at
+    ), user_state AS (
+        INSERT INTO {user_t} (app_name, user_id, state, updated_at)
+        SELECT %(app)s, %(user)s, %(user_delta)s::jsonb, %(now)s FROM fit WHERE %(has_user)s
+        ON CONFLICT (app_name, user_id) DO UPDATE
+        SET state = {user_t}.state || EXCLUDED.state, updated_at = EXCLUDED.updated_at
+    )
+    UPDATE {session_t} AS s
+    SET state = s.state || %(session_delta)s::jsonb, last_update_time = %(ts)s,
+        revision = s.revision + 1, event_count = s.event_count + 1
+    FROM fit WHERE s.id = fit.id
+    RETURNING s.revision"""  # noqa: S608 - the models' tables; values are parameters
+
+
+_APPEND_SQL = _append_sql()
+
+
+def _append_in_one_round_trip(
+    session: Session, event: Event, data: dict[str, Any], deltas: dict[str, dict[str, Any]]
+) -> int | None:
+    """PostgreSQL: store the event, its state deltas and the session's new revision in
+    one query string (one round trip; outside a transaction PostgreSQL runs the string
+    as one, so the lock is held to its end). The new revision, or None if it did not
+    write: a missing session, a stale one, an event id already stored."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _APPEND_SQL,
+            {
+                "lock": user_lock_key(session.app_name, session.user_id),
+                "app": session.app_name,
+                "user": session.user_id,
+                "session": session.id,
+                "marker": session._storage_update_marker,
+                "event_id": event.id,
+                "invocation_id": event.invocation_id or "",
+                "author": event.author or "",
+                "ts": event.timestamp,
+                "compaction": event.actions.compaction is not None,
+                "data": json.dumps(data),
+                "has_app": bool(deltas["app"]),
+                "app_delta": json.dumps(deltas["app"]),
+                "has_user": bool(deltas["user"]),
+                "user_delta": json.dumps(deltas["user"]),
+                "session_delta": json.dumps(deltas["session"]),
+                "now": timezone.now(),
+            },
+        )
+        if not cursor.nextset():
+            raise RuntimeError("the append did not run after the lock")
+        written = cursor.fetchone()
+    return None if written is None else written[0]
+
+
 def append_event(session: Session, event: Event, *, now: float | None = None) -> Event:
     """Store ``event`` in ``session`` and apply its state delta; update ``session`` too.
 
@@ -490,6 +665,20 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
     )
     # PostgreSQL cannot store NUL or lone surrogates: they become U+FFFD (records.storable).
     as_delivered = storable(event.model_dump(mode="json", exclude_none=True), what="an event")
+
+    delta = event.actions.state_delta or {}
+    if (
+        connection.vendor == "postgresql"
+        and session._storage_update_marker is not None
+        and not any(k.startswith(State.TEMP_PREFIX) for k in delta)
+    ):
+        # The common append (a session object we returned, no temp: keys) in one round
+        # trip; anything it does not write goes the ORM's way below, which re-checks all.
+        deltas = storable(extract_json_safe_state_delta(delta), what="a state delta")
+        revision = _append_in_one_round_trip(session, event, as_delivered, deltas)
+        if revision is not None:
+            _commit_to_session(session, event, event.timestamp, revision)
+            return event
 
     with transaction.atomic():
         acquire_user_lock(session.app_name, session.user_id)
@@ -538,9 +727,13 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
         row.event_count += 1
         row.save(update_fields=["state", "last_update_time", "revision", "event_count"])
 
-    session.last_update_time = row.last_update_time
-    session._storage_update_marker = str(row.revision)
+    _commit_to_session(session, event, row.last_update_time, row.revision)
+    return event
+
+
+def _commit_to_session(session: Session, event: Event, updated: float, revision: int) -> None:
+    session.last_update_time = updated
+    session._storage_update_marker = str(revision)
     # As BaseSessionService._commit_event_to_session: every non-temp key, prefixed or not.
     session.state.update(event.actions.state_delta or {})
     session.events.append(event)
-    return event

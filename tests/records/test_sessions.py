@@ -406,19 +406,34 @@ def test_a_page_needs_a_positive_limit_and_valid_ids():
 
 
 @pytest.mark.django_db
-def test_listing_takes_three_statements_however_many_sessions_and_events(
+def test_listing_takes_a_fixed_number_of_statements_however_many_sessions_and_events(
     django_assert_num_queries,
 ):
+    # The sessions, the app state and the listed users' states: one query string on
+    # PostgreSQL, three statements on SQLite. A page finds its users' states after.
+    whole, page = (1, 2) if connection.vendor == "postgresql" else (3, 3)
+    UserState.objects.create(app_name=APP, user_id="no-sessions", state={"k": -1})
+
     def listing_with(n: int) -> None:
         for i in range(n):
             s = sessions.create_session(
-                app_name=APP, user_id=f"u{i}", session_id=f"n{n}-{i}", state={"user:k": i}
+                app_name=APP,
+                user_id=f"u{i}",
+                session_id=f"n{n}-{i}",
+                state={"user:k": i, "app:v": n},
             )
             sessions.append_event(s, event())
-        with django_assert_num_queries(3):  # sessions, app state, user states
+        with django_assert_num_queries(whole):
             listed = sessions.list_sessions(app_name=APP).sessions
         assert all(s.events == [] for s in listed)
         assert {s.state["user:k"] for s in listed} == set(range(n))
+        assert {s.state["app:v"] for s in listed} == {n}
+        with django_assert_num_queries(whole):
+            mine = sessions.list_sessions(app_name=APP, user_id="u1").sessions
+        assert {(s.id, s.state["user:k"]) for s in mine} == {(f"n{m}-1", 1) for m in (2, n)}
+        with django_assert_num_queries(page):
+            first = sessions.list_sessions_page(app_name=APP, limit=3).sessions
+        assert [(s.id, s.state) for s in first] == [(s.id, s.state) for s in listed[:3]]
 
     listing_with(2)
     listing_with(12)
@@ -427,9 +442,11 @@ def test_listing_takes_three_statements_however_many_sessions_and_events(
 @pytest.mark.django_db
 def test_append_and_get_take_a_fixed_number_of_statements(django_assert_num_queries):
     session = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
-    # The savepoint and its release (the test's transaction); the user's lock (PostgreSQL);
-    # the row with the stored-id check and the last position; the event; the row's update.
-    expected = 5 + (connection.vendor == "postgresql")
+    # PostgreSQL: one query string (the user's lock; the checks, the event, the shared
+    # states and the row's update in one statement). SQLite: the savepoint and its release
+    # (the test's transaction); the row with the stored-id check and the last position;
+    # the event; the row's update.
+    expected = 1 if connection.vendor == "postgresql" else 5
     for i in range(3):
         with django_assert_num_queries(expected):
             sessions.append_event(session, event(f"turn {i}", delta={"k": i}))
@@ -437,6 +454,69 @@ def test_append_and_get_take_a_fixed_number_of_statements(django_assert_num_quer
         got = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
     assert [e.content.parts[0].text for e in got.events] == ["turn 0", "turn 1", "turn 2"]
     assert got.state == {"k": 2}
+
+
+def _stored(app_name: str, session_id: str) -> tuple:
+    row = AgentSession.objects.get(app_name=app_name, session_id=session_id)
+    events = SessionEvent.objects.filter(session=row).order_by("position")
+    return (
+        (row.state, row.last_update_time, row.revision, row.event_count),
+        [
+            (
+                e.position,
+                e.event_id,
+                e.invocation_id,
+                e.author,
+                e.timestamp,
+                e.is_compaction,
+                e.data,
+            )
+            for e in events
+        ],
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_one_round_trip_append_stores_what_the_orm_path_stores():
+    """On PostgreSQL a session object we returned is appended in one query string; one
+    without our revision marker takes the ORM's path. Both must leave the same rows:
+    the events' columns and JSON, the session's state, time, revision and count, and
+    the app: and user: states."""
+    stores = {}
+    for user, marked in (("alice", True), ("bob", False)):
+        session = sessions.create_session(
+            app_name=f"{APP}-{user}", user_id=user, session_id=f"s-{user}", now=T - 100
+        )
+        sent = [
+            event("one", delta={"k": 1, "app:motd": "hi", "user:lang": "pt"}, ts=T - 50),
+            event("two", delta={"k": 2, "n": None, "user:lang": "en"}, ts=T - 60),
+            event("three", author="agent", invocation_id="inv-2", ts=T - 40),
+        ]
+        sent[2].actions.compaction = EventCompaction(
+            start_timestamp=T - 60,
+            end_timestamp=T - 50,
+            compacted_content=types.Content(role="model", parts=[types.Part(text="s")]),
+        )
+        for sent_event in sent:
+            sent_event.id = f"e-{sent_event.content.parts[0].text}"
+            if not marked:
+                session._storage_update_marker = None
+            sessions.append_event(session, sent_event)
+        row_state, rows = _stored(f"{APP}-{user}", f"s-{user}")
+        stores[marked] = (
+            row_state,
+            rows,
+            AppState.objects.get(app_name=f"{APP}-{user}").state,
+            UserState.objects.get(app_name=f"{APP}-{user}", user_id=user).state,
+            session.state,
+            session.last_update_time,
+        )
+        assert session._storage_update_marker == "3"
+    assert stores[True] == stores[False]
+    assert stores[True][0] == ({"k": 2, "n": None}, T - 40, 3, 3)
+    assert [r[0] for r in stores[True][1]] == [0, 1, 2]
+    assert [r[5] for r in stores[True][1]] == [False, False, True]
+    assert stores[True][2:4] == ({"motd": "hi"}, {"lang": "en"})
 
 
 @pytest.mark.django_db
