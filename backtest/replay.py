@@ -188,12 +188,10 @@ def prepare(
     matcher = _Matcher(
         r
         for r in records
-        if r.term_hashes
-        and r.created_at < end
-        and (r.removed_at is None or r.removed_at >= start)
+        if r.term_hashes and r.created_at < end and (r.removed_at is None or r.removed_at >= start)
     )
-    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...], tuple[int, ...]]]] = (
-        defaultdict(list)
+    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...], tuple[int, ...]]]] = defaultdict(
+        list
     )
     for s in searches:
         if start <= s.at < end:
