@@ -103,6 +103,10 @@ class DayStats:
     regret: int = 0
     lost: int = 0
     saved: int = 0
+    # Paired with the policy that ran, search by search (a candidate's only): searches
+    # it regretted and this policy did not, and the converse.
+    regret_fewer: int = 0
+    regret_more: int = 0
 
     def add(self, other: DayStats) -> None:
         for name in DayStats.__dataclass_fields__:
@@ -113,6 +117,7 @@ class DayStats:
 class UserResult:
     days: list[DayStats]
     evicted: dict[int, datetime] = field(default_factory=dict)  # id -> when, in the window
+    regretted: list[bool] = field(default_factory=list)  # per search, in replay order
 
 
 def window_days(start: datetime, end: datetime) -> int:
@@ -208,8 +213,12 @@ def prepare(
     )
 
 
-def replay_prepared(prep: Prepared, schedule: Schedule) -> UserResult:
-    """``replay_user`` of a prepared history under ``schedule``."""
+def replay_prepared(
+    prep: Prepared, schedule: Schedule, paired: Sequence[bool] | None = None
+) -> UserResult:
+    """``replay_user`` of a prepared history under ``schedule``; ``paired``: the
+    ``regretted`` flags of another replay of it (the policy that ran), to count the
+    searches only one of the two regrets."""
     start, end, touches = prep.start, prep.end, prep.touches
     live = Live()
     at_start = schedule.at(start)
@@ -256,7 +265,13 @@ def replay_prepared(prep: Prepared, schedule: Schedule) -> UserResult:
             # A record superseded meanwhile is no loss: its slot's newer statement answers.
             day.lost += any(evicted_reason.get(i) in REGRET_REASONS for i in s.record_ids)
             day.saved += any(i in live for i in really)
-            day.regret += any(evicted_reason.get(i) in REGRET_REASONS for i in matched)
+            regretted = any(evicted_reason.get(i) in REGRET_REASONS for i in matched)
+            day.regret += regretted
+            if paired is not None:
+                other = paired[len(result.regretted)]
+                day.regret_fewer += other and not regretted
+                day.regret_more += regretted and not other
+            result.regretted.append(regretted)
             for i in s.record_ids:
                 r = live.get(i)
                 if r is not None:
@@ -290,7 +305,7 @@ def replay_histories(
     records = explained(records, searches, real)
     prepared = prepare(records, searches, start, end)
     ran = replay_prepared(prepared, real)
-    tried = [replay_prepared(prepared, schedule).days for schedule in proposed]
+    tried = [replay_prepared(prepared, schedule, ran.regretted).days for schedule in proposed]
     really = {
         r.id
         for r in records

@@ -10,6 +10,7 @@ Nothing is applied: a person applies one through the normal policy change.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -24,6 +25,9 @@ WEIGHT_STEP = 0.25
 HALF_LIVES_HOURS = (7 * 24.0, 30 * 24.0, 90 * 24.0)
 FRESH_STARTS = (0.0, 1.0)
 BEST = 3
+# How many standard deviations a candidate's paired regret must beat the policy that
+# ran by (``Tuning.beats_current``): about 2.5 % by chance alone.
+SIGNIFICANCE = 2.0
 
 
 @dataclass
@@ -49,11 +53,19 @@ class Tuning:
     exact: bool
 
     def beats_current(self, c: Candidate) -> bool:
-        """Less regret than the policy that ran, or as little with fewer evictions."""
-        return (c.totals.regret, c.totals.evictions) < (
-            self.current.regret,
-            self.current.evictions,
-        )
+        """Less regret than the policy that ran by more than chance, or the same
+        searches regretted and fewer evictions.
+
+        Both regret the same searches but for those only one of them regrets; with no
+        difference in policy those split evenly. The candidate beats the policy that ran
+        when it is spared more of them than a fair split would give, by ``SIGNIFICANCE``
+        standard deviations (a paired sign test): the tuner takes the lowest of ~90
+        figures, so a margin of one or two searches is luck, not a better policy.
+        """
+        fewer, more = c.totals.regret_fewer, c.totals.regret_more
+        if fewer == more == 0:
+            return c.totals.evictions < self.current.evictions
+        return fewer - more >= SIGNIFICANCE * math.sqrt(fewer + more)
 
     def as_json(self) -> dict:
         """Per-app totals only: no user id, no record content."""

@@ -219,6 +219,14 @@ def test_regret_charges_the_policy_that_ran_and_a_candidate_by_the_same_rule():
     # candidate: one each, though only the candidate lost what a search returned (two).
     assert (cur.regret, cur.lost, cur.saved) == (1, 0, 0)
     assert (cand.regret, cand.lost, cand.saved) == (1, 2, 1)
+    # Search by search: each regrets one the other does not.
+    assert current.regretted == [True, False, False, False]
+    assert candidate.regretted == [False, True, False, False]
+    prep = prepare(history, searches, T0, END)
+    paired = replay_prepared(prep, Schedule.fixed(BY_IMPORTANCE), current.regretted)
+    assert (paired.days[0].regret_fewer, paired.days[0].regret_more) == (1, 1)
+    itself = replay_prepared(prep, ran, current.regretted)
+    assert (itself.days[0].regret_fewer, itself.days[0].regret_more) == (0, 0)
 
 
 def test_a_live_records_term_hashes_make_its_eviction_regrettable():
