@@ -139,11 +139,14 @@ def user_histories(
         batch = list(user_ids[first : first + USER_BATCH])
         records: dict[str, list[RecordHistory]] = defaultdict(list)
         # Tuples, not model instances: the read is a large part of a backtest's time.
+        # The content is read only to hash its terms (keyed, as an eviction keeps them):
+        # the regret rule charges the policy that ran and each candidate alike, so it
+        # needs the term hashes of the records still held too. Neither leaves the read.
         live = MemoryRecord.objects.filter(app_name=app_name, user_id__in=batch).values_list(
-            "user_id", *_RECORD_COLUMNS
+            "user_id", *_RECORD_COLUMNS, "content"
         )
         for user_id, *row in _rows(live):
-            id_, created, last, hits, importance, pinned, tokens, due, slot, stated = row
+            id_, created, last, hits, importance, pinned, tokens, due, slot, stated, text = row
             records[user_id].append(
                 RecordHistory(
                     id=id_,
@@ -157,6 +160,7 @@ def user_histories(
                     due_at=due,
                     slot=slot or "",
                     stated_at=stated,
+                    term_hashes=frozenset(access_log.record_hashes(text)),
                 )
             )
         events = {

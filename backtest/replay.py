@@ -8,11 +8,15 @@ logged). Records written before the window start with the state the history give
 at its start; records removed for reasons no policy decides (manual deletes, summaries)
 go when they really went, whatever the policy.
 
-Regret of a replayed policy, per search: it returned a record the policy had already
-evicted by TTL or a cap ("lost"; one it superseded was replaced by a newer statement of
-the same slot, which answers instead), or its term hashes matched a record the policy
-had evicted that was really evicted too (the live regret check, replayed). "Saved": it
-matched a record the real policy evicted that this policy still held.
+Regret of a replayed policy, per search: its term hashes match a record that policy had
+already evicted by TTL or a cap (the live regret check, replayed). The rule is the same
+for the policy that ran and for every candidate, so it favours neither: it needs the
+term hashes of every record, live or evicted (``RecordHistory.term_hashes``). "Lost":
+the search returned a record the policy had evicted by TTL or a cap (one it superseded
+was replaced by a newer statement of the same slot, which answers instead); only a
+candidate can lose one, since the policy that ran held all it returned, so it is shown
+but not counted as regret. "Saved": it matched a record the real policy evicted that
+this policy still held.
 """
 
 from __future__ import annotations
@@ -99,6 +103,10 @@ class DayStats:
     regret: int = 0
     lost: int = 0
     saved: int = 0
+    # Paired with the policy that ran, search by search (a candidate's only): searches
+    # it regretted and this policy did not, and the converse.
+    regret_fewer: int = 0
+    regret_more: int = 0
 
     def add(self, other: DayStats) -> None:
         for name in DayStats.__dataclass_fields__:
@@ -109,6 +117,7 @@ class DayStats:
 class UserResult:
     days: list[DayStats]
     evicted: dict[int, datetime] = field(default_factory=dict)  # id -> when, in the window
+    regretted: list[bool] = field(default_factory=list)  # per search, in replay order
 
 
 def window_days(start: datetime, end: datetime) -> int:
@@ -142,9 +151,10 @@ class Prepared:
     writes: dict[datetime, list[RecordHistory]]
     removals: dict[datetime, list[RecordHistory]]
     enforce_at: frozenset[datetime]
-    # Each search in the window with the ids of the records really evicted before it
-    # whose term hashes match its terms (the regret check's candidates).
-    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...]]]]
+    # Each search in the window with the ids of the records written before it whose
+    # term hashes match its terms (what any policy that evicted one regrets), and those
+    # of them the real policy had evicted by then (what a policy that kept one saved).
+    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...], tuple[int, ...]]]]
     moments: list[datetime]
 
 
@@ -180,27 +190,35 @@ def prepare(
                 enforce_at.add(r.removed_at)
             else:
                 removals[r.removed_at].append(r)
-    # Records really evicted by a policy, with their term hashes: what searches can regret.
-    regrettable = sorted(
-        (
-            r
-            for r in records
-            if r.removed_reason in REGRET_REASONS and r.term_hashes and r.removed_at is not None
-        ),
-        key=lambda r: r.removed_at,
+    matcher = _Matcher(
+        r
+        for r in records
+        if r.term_hashes and r.created_at < end and (r.removed_at is None or r.removed_at >= start)
     )
-    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...]]]] = defaultdict(list)
+    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...], tuple[int, ...]]]] = defaultdict(
+        list
+    )
     for s in searches:
         if start <= s.at < end:
-            by_moment[s.at].append((s, tuple(r.id for r in _matching(regrettable, s))))
+            matched = matcher.matching(s)
+            really = tuple(
+                r.id
+                for r in matched
+                if r.removed_reason in REGRET_REASONS and r.removed_at < s.at  # type: ignore[operator]
+            )
+            by_moment[s.at].append((s, tuple(r.id for r in matched), really))
     moments = sorted(set(writes) | set(removals) | enforce_at | set(by_moment))
     return Prepared(
         start, end, touches, initial, writes, removals, frozenset(enforce_at), by_moment, moments
     )
 
 
-def replay_prepared(prep: Prepared, schedule: Schedule) -> UserResult:
-    """``replay_user`` of a prepared history under ``schedule``."""
+def replay_prepared(
+    prep: Prepared, schedule: Schedule, paired: Sequence[bool] | None = None
+) -> UserResult:
+    """``replay_user`` of a prepared history under ``schedule``; ``paired``: the
+    ``regretted`` flags of another replay of it (the policy that ran), to count the
+    searches only one of the two regrets."""
     start, end, touches = prep.start, prep.end, prep.touches
     live = Live()
     at_start = schedule.at(start)
@@ -242,19 +260,18 @@ def replay_prepared(prep: Prepared, schedule: Schedule) -> UserResult:
                 evicted[v.id] = t
                 evicted_reason[v.id] = v.reason
                 day.evictions += 1
-        for s, matched in by_moment.get(t, ()):
+        for s, matched, really in by_moment.get(t, ()):
             day.searches += 1
             # A record superseded meanwhile is no loss: its slot's newer statement answers.
-            lost = any(evicted_reason.get(i) in REGRET_REASONS for i in s.record_ids)
-            matched_gone = saved = False
-            for i in matched:
-                if i in live:
-                    saved = True
-                elif evicted_reason.get(i) in REGRET_REASONS:
-                    matched_gone = True
-            day.lost += lost
-            day.saved += saved
-            day.regret += lost or matched_gone
+            day.lost += any(evicted_reason.get(i) in REGRET_REASONS for i in s.record_ids)
+            day.saved += any(i in live for i in really)
+            regretted = any(evicted_reason.get(i) in REGRET_REASONS for i in matched)
+            day.regret += regretted
+            if paired is not None:
+                other = paired[len(result.regretted)]
+                day.regret_fewer += other and not regretted
+                day.regret_more += regretted and not other
+            result.regretted.append(regretted)
             for i in s.record_ids:
                 r = live.get(i)
                 if r is not None:
@@ -288,7 +305,7 @@ def replay_histories(
     records = explained(records, searches, real)
     prepared = prepare(records, searches, start, end)
     ran = replay_prepared(prepared, real)
-    tried = [replay_prepared(prepared, schedule).days for schedule in proposed]
+    tried = [replay_prepared(prepared, schedule, ran.regretted).days for schedule in proposed]
     really = {
         r.id
         for r in records
@@ -324,16 +341,30 @@ def explained(
     return out
 
 
-def _matching(regrettable: list[RecordHistory], s: Search):
-    """Records really evicted before ``s`` whose term hashes match its terms enough."""
-    if not s.term_hashes:
-        return
-    needed = min(MIN_MATCH, len(s.term_hashes))
-    for r in regrettable:
-        if r.removed_at >= s.at:  # type: ignore[operator]
-            break
-        if len(r.term_hashes & s.term_hashes) >= needed:
-            yield r
+class _Matcher:
+    """Which records a search's term hashes match enough (``MIN_MATCH``, or all of a
+    shorter query's): an index from each hash to the records that have it."""
+
+    def __init__(self, records) -> None:
+        self._by_hash: dict[str, list[RecordHistory]] = defaultdict(list)
+        for r in records:
+            for h in r.term_hashes:
+                self._by_hash[h].append(r)
+
+    def matching(self, s: Search) -> list[RecordHistory]:
+        """Records written before ``s`` that match its terms, oldest first."""
+        if not s.term_hashes:
+            return []
+        needed = min(MIN_MATCH, len(s.term_hashes))
+        counts: dict[int, int] = defaultdict(int)
+        found: dict[int, RecordHistory] = {}
+        for h in s.term_hashes:
+            for r in self._by_hash.get(h, ()):
+                if r.created_at < s.at:
+                    counts[r.id] += 1
+                    found[r.id] = r
+        hits = [found[i] for i, n in counts.items() if n >= needed]
+        return sorted(hits, key=lambda r: (r.created_at, r.id))
 
 
 def _fresh(r: RecordHistory, params: pure.PolicyParams) -> pure.Record:

@@ -17,6 +17,7 @@ user. The best three and all their figures come from those full replays.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -35,6 +36,9 @@ BEST = 3
 # that many users and the FINALISTS best are replayed on every user.
 SAMPLE_USERS = 300
 FINALISTS = 8
+# How many standard deviations a candidate's paired regret must beat the policy that
+# ran by (``Tuning.beats_current``): about 2.5 % by chance alone.
+SIGNIFICANCE = 2.0
 
 
 @dataclass
@@ -61,11 +65,19 @@ class Tuning:
     sampled: int = 0  # users of the first round (0: every candidate replayed on every user)
 
     def beats_current(self, c: Candidate) -> bool:
-        """Less regret than the policy that ran, or as little with fewer evictions."""
-        return (c.totals.regret, c.totals.evictions) < (
-            self.current.regret,
-            self.current.evictions,
-        )
+        """Less regret than the policy that ran by more than chance, or the same
+        searches regretted and fewer evictions.
+
+        Both regret the same searches but for those only one of them regrets; with no
+        difference in policy those split evenly. The candidate beats the policy that ran
+        when it is spared more of them than a fair split would give, by ``SIGNIFICANCE``
+        standard deviations (a paired sign test): the tuner takes the lowest of ~90
+        figures, so a margin of one or two searches is luck, not a better policy.
+        """
+        fewer, more = c.totals.regret_fewer, c.totals.regret_more
+        if fewer == more == 0:
+            return c.totals.evictions < self.current.evictions
+        return fewer - more >= SIGNIFICANCE * math.sqrt(fewer + more)
 
     def as_json(self) -> dict:
         """Per-app totals only: no user id, no record content."""

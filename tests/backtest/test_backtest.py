@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from backtest import service
 from records.models import EvictionEvent
 
-from .history import APP, make_history
+from .history import APP, T0, make_history
 
 pytestmark = pytest.mark.django_db
 
@@ -152,3 +152,36 @@ def test_a_policy_change_in_the_window_is_replayed_from_its_moment_and_reported(
     assert [v for _, v in report.policy_changes] == [3]
     current, candidate = report.totals()  # the candidate keeps 3 from the start
     assert candidate.lost > 0 and candidate.regret > current.regret
+
+
+def test_held_records_are_read_with_the_term_hashes_their_eviction_keeps():
+    """The regret rule needs the terms of what the policy that ran still holds, hashed as
+    an eviction hashes them; no content is kept."""
+    from backtest import history
+    from records import access_log
+    from records.models import EvictedRecord, MemoryRecord
+
+    end = make_history(users=("u1",))
+    [(_, records, _, _)] = history.user_histories(APP, ["u1"], T0, T0, end)
+    held = {r.id: r for r in records if r.removed_at is None}
+    assert set(held) == set(MemoryRecord.objects.values_list("id", flat=True))
+    for record in MemoryRecord.objects.all():
+        hashes = held[record.id].term_hashes
+        assert hashes and hashes == frozenset(access_log.record_hashes(record.content))
+        assert not {w for w in record.content.lower().split()} & hashes
+    evicted = {r.id: r.term_hashes for r in records if r.removed_at is not None}
+    kept = dict(EvictedRecord.objects.values_list("record_id", "term_hashes"))
+    assert evicted and evicted == {i: frozenset(h) for i, h in kept.items()}
+
+
+def test_the_regret_of_the_policy_that_ran_is_the_live_regret_checks():
+    """Replayed, the policy that ran regrets the searches the live check counted."""
+    from django.db.models import Sum
+
+    from records import feedback
+    from records.models import DailyCounter
+
+    end = make_history()
+    current, _ = run(end).totals()
+    live = DailyCounter.objects.filter(app_name=APP, name=feedback.REGRET_HITS)
+    assert current.regret > 0 and current.regret == live.aggregate(n=Sum("value"))["n"]

@@ -153,4 +153,87 @@ def test_a_superseded_record_a_search_returned_is_not_a_loss():
     # Evicted by a cap instead, the same search lost it.
     capped = Schedule.fixed(replace(roomy, max_records=1, supersede=False))
     ran = replay_user(history, [returned_old], capped, T0, END)
-    assert 1 in ran.evicted and (ran.days[0].lost, ran.days[0].regret) == (1, 1)
+    # Lost, but no regret: regret is the term match, which this search (no terms) has not.
+    assert 1 in ran.evicted and (ran.days[0].lost, ran.days[0].regret) == (1, 0)
+
+
+# Two records, one slot at a cap of one: keeping the important one evicts the newer,
+# keeping the newer one evicts the important one.
+BY_RECENCY = pure.PolicyParams(max_records=1, w_recency=1.0, w_frequency=0.0, w_importance=0.0)
+BY_IMPORTANCE = replace(BY_RECENCY, w_recency=0.0, w_importance=1.0)
+
+
+def _swapped_history():
+    """The policy that ran (by recency) evicted A, which later searches match, and kept
+    B, which later searches returned; by importance, the replay keeps A and evicts B."""
+    a = RecordHistory(
+        id=1,
+        created_at=T0 + HOUR,
+        importance=0.9,
+        pinned=False,
+        tokens=10,
+        hits=0,
+        last_accessed_at=T0 + HOUR,
+        known_at=T0 + 2 * HOUR,
+        removed_at=T0 + 2 * HOUR,
+        removed_reason=pure.RECORD_CAP,
+        term_hashes=frozenset({"a1", "a2"}),
+    )
+    b_hashes = frozenset({"b1", "b2"})
+    searches = [
+        Search(T0 + 3 * HOUR, (), frozenset({"a1", "a2"})),  # matches A, which was gone
+        Search(T0 + 4 * HOUR, (2,), b_hashes),  # returned B and matches it
+        Search(T0 + 5 * HOUR, (2,), frozenset({"b1", "x"})),  # returned B on one term
+        Search(T0 + 6 * HOUR, (), frozenset({"a1", "y"})),  # one term of A: no match
+    ]
+    b = RecordHistory(
+        id=2,
+        created_at=T0 + 2 * HOUR,
+        importance=0.1,
+        pinned=False,
+        tokens=10,
+        hits=2,
+        last_accessed_at=T0 + 5 * HOUR,
+        known_at=END,
+        term_hashes=b_hashes,
+    )
+    ran = Schedule.fixed(BY_RECENCY)
+    return explained([a, b], searches, ran), searches, ran
+
+
+def test_the_replay_of_the_policy_that_ran_evicts_what_it_evicted():
+    history, searches, ran = _swapped_history()
+    assert replay_user(history, searches, ran, T0, END).evicted == {1: T0 + 2 * HOUR}
+
+
+def test_regret_charges_the_policy_that_ran_and_a_candidate_by_the_same_rule():
+    """A search matching a record a policy evicted is its regret, whichever policy; a
+    search that only returned the record (one shared term) is no regret for either,
+    since what the policy that ran evicted was never returned to show the same."""
+    history, searches, ran = _swapped_history()
+    current = replay_user(history, searches, ran, T0, END)
+    candidate = replay_user(history, searches, Schedule.fixed(BY_IMPORTANCE), T0, END)
+    assert candidate.evicted == {2: T0 + 2 * HOUR}
+    cur, cand = current.days[0], candidate.days[0]
+    # The first search regrets A for the policy that ran; the second regrets B for the
+    # candidate: one each, though only the candidate lost what a search returned (two).
+    assert (cur.regret, cur.lost, cur.saved) == (1, 0, 0)
+    assert (cand.regret, cand.lost, cand.saved) == (1, 2, 1)
+    # Search by search: each regrets one the other does not.
+    assert current.regretted == [True, False, False, False]
+    assert candidate.regretted == [False, True, False, False]
+    prep = prepare(history, searches, T0, END)
+    paired = replay_prepared(prep, Schedule.fixed(BY_IMPORTANCE), current.regretted)
+    assert (paired.days[0].regret_fewer, paired.days[0].regret_more) == (1, 1)
+    itself = replay_prepared(prep, ran, current.regretted)
+    assert (itself.days[0].regret_fewer, itself.days[0].regret_more) == (0, 0)
+
+
+def test_a_live_records_term_hashes_make_its_eviction_regrettable():
+    """Never evicted in reality, B is regretted by a candidate that evicts it only
+    through the term hashes read for the records still held."""
+    history, searches, _ = _swapped_history()
+    without = [replace(r, term_hashes=frozenset()) if r.id == 2 else r for r in history]
+    candidate = Schedule.fixed(BY_IMPORTANCE)
+    assert replay_user(history, searches, candidate, T0, END).days[0].regret == 1
+    assert replay_user(without, searches, candidate, T0, END).days[0].regret == 0

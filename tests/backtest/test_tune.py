@@ -8,9 +8,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from backtest import service, tune
+from backtest.replay import DayStats
 from records.models import Policy
 
-from .history import APP, make_history
+from .history import APP, T0, make_history
 
 pytestmark = pytest.mark.django_db
 
@@ -42,11 +43,10 @@ def test_tuning_finds_no_more_regret_at_no_more_storage_and_applies_nothing():
     regrets = [(c.totals.regret, c.totals.evictions) for c in result.best]
     assert regrets == sorted(regrets)
     for c in result.best:
-        better = (c.totals.regret, c.totals.evictions) < (
-            result.current.regret,
-            result.current.evictions,
-        )
-        assert result.beats_current(c) == better
+        # Paired with the policy that ran: the regret differs by the searches only one
+        # of the two regrets.
+        t = c.totals
+        assert t.regret - result.current.regret == t.regret_more - t.regret_fewer
     assert not result.beats_current(
         tune.Candidate("the same", Policy(), {}, result.current, 0.0, 0.0)
     )
@@ -58,6 +58,7 @@ def test_the_command_prints_the_best_three_with_their_change():
     call_command("tune", "--app", APP, "--days", "5", "--until", end.isoformat(), stdout=out)
     text = out.getvalue()
     assert "1. " in text and "regret" in text and "change:" in text
+    assert "only the policy that ran" in text and ("better" in text)
     assert "Nothing was applied" in text
 
 
@@ -102,3 +103,31 @@ def test_with_a_sample_the_finalists_are_the_samples_best_and_their_figures_are_
         APP, halved.start, halved.end, end, [c for _, c in candidates]), base)
         if c.label in finalists]  # fmt: skip
     assert [c.label for c in halved.best] == full_rank[: len(halved.best)]
+
+
+def _tuning(current: DayStats) -> tune.Tuning:
+    return tune.Tuning(APP, T0, T0, current, 0.0, 0.0, 0, [], True)
+
+
+def _candidate(**totals) -> tune.Candidate:
+    return tune.Candidate("c", Policy(), {}, DayStats(**totals), 0.0, 0.0)
+
+
+def test_a_candidate_beats_the_policy_that_ran_only_by_more_than_chance():
+    """A margin of a few searches among many each regrets alone is luck; the tuner
+    takes the lowest of ~90 figures, so it would pick one such every time."""
+    tuning = _tuning(DayStats(regret=40, evictions=10))
+    # 23 searches only the policy that ran regrets, 16 only the candidate (z = 1.1).
+    assert not tuning.beats_current(_candidate(regret=33, regret_fewer=23, regret_more=16))
+    # 30 against 10 (z = 3.2).
+    assert tuning.beats_current(_candidate(regret=20, regret_fewer=30, regret_more=10))
+    # 3 against none: 3 < 2 * sqrt(3); 4 against none: 4 >= 2 * sqrt(4).
+    assert not tuning.beats_current(_candidate(regret=37, regret_fewer=3))
+    assert tuning.beats_current(_candidate(regret=36, regret_fewer=4))
+    assert not tuning.beats_current(_candidate(regret=60, regret_more=20))
+
+
+def test_with_the_same_searches_regretted_fewer_evictions_beat_the_policy_that_ran():
+    tuning = _tuning(DayStats(regret=40, evictions=10))
+    assert tuning.beats_current(_candidate(regret=40, evictions=9))
+    assert not tuning.beats_current(_candidate(regret=40, evictions=10))

@@ -51,6 +51,9 @@ class Command(BaseCommand):
             w(
                 f"{rank}. {c.label}: regret {c.totals.regret} ({c.totals.regret - cur.regret:+d}), "
                 f"evictions {c.totals.evictions} ({c.totals.evictions - cur.evictions:+d}), "
-                f"{c.mean_tokens:.0f} tokens held a day; change: {changes or 'none'}"
+                f"{c.mean_tokens:.0f} tokens held a day; change: {changes or 'none'}; "
+                f"searches only it regrets {c.totals.regret_more}, only the policy that ran "
+                f"{c.totals.regret_fewer}: "
+                + ("better" if result.beats_current(c) else "not better beyond chance")
             )
         w("Nothing was applied: change the policy on the Policies page (preview, version, audit).")
