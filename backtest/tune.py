@@ -103,6 +103,7 @@ class Tuning:
                     "mean_tokens": c.mean_tokens,
                     "regret_change": c.totals.regret - self.current.regret,
                     "evictions_change": c.totals.evictions - self.current.evictions,
+                    "beats_current": self.beats_current(c),
                 }
                 for c in self.best
             ],

@@ -74,6 +74,27 @@ def test_ops_tune_and_the_page_shows_progress_then_the_best_three(login, monkeyp
     page = client.get(f"/tunings/{run.pk}/").content.decode()
     assert "every 2s" not in page and "Regret" in page and "Nothing was applied" in page
     assert f"1. {best[0]['label']}" in page
+    # Each candidate says whether it beats the policy that ran by more than chance: the
+    # tuner's own answer (tune.Tuning.beats_current), stored with the run.
+    verdicts = [c["beats_current"] for c in best]
+    assert all(isinstance(v, bool) for v in verdicts)
+    assert page.count("Better than the policy that ran?") == len(best)
+    assert page.count("by more than chance") == len(best)
+    assert page.count("<strong>Yes</strong>, by more than chance") == verdicts.count(True)
+
+
+def test_a_tuning_stored_before_the_verdict_shows_no_verdict(login, monkeypatch):
+    make_history(users=("u1",))
+    client = login("ops")
+    _start(client, monkeypatch)
+    run = TuneRun.objects.get()
+    assert tasks.run_tune(run.pk) == Status.DONE
+    run.refresh_from_db()
+    for c in run.result["best"]:
+        del c["beats_current"]
+    run.save(update_fields=["result"])
+    page = client.get(f"/tunings/{run.pk}/").content.decode()
+    assert "Regret" in page and "Better than the policy that ran?" not in page
 
 
 def test_apply_goes_through_the_policy_change_preview_then_a_version_and_an_audit(
