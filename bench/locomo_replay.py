@@ -52,6 +52,7 @@ class Record:
     length: int  # its token count (BM25 length)
     written_at: int  # microseconds since 1970
     content: str = ""  # what ingest embeds (records.embeddings.embed_new)
+    author: str = ""  # who said it (a query naming them: search_text.AUTHOR_WEIGHT)
     vector: bytes = b""  # its stored vector (--embedder), empty when none
 
 
@@ -87,6 +88,7 @@ def ingest(user, next_id: int) -> tuple[list[Record], int]:
                     length=c.tokens,
                     written_at=int(c.entry_timestamp.timestamp() * 1_000_000),
                     content=c.content,
+                    author=c.author,
                 )
             )
             next_id += 1
@@ -101,6 +103,7 @@ def top(question: str, records: list[Record], limit: int = TOP) -> list[Record]:
     if not terms or not records:
         return []
     wanted = {t.token for t in terms}
+    words = frozenset(search_text.query_words(question))
     by_id = {}
     candidates = []
     for r in records:
@@ -109,7 +112,12 @@ def top(question: str, records: list[Record], limit: int = TOP) -> list[Record]:
         by_id[r.id] = r
         candidates.append(
             search_text.Candidate(
-                r.id, tuple(r.counts.get(t.token, 0) for t in terms), r.length, r.written_at, True
+                r.id,
+                tuple(r.counts.get(t.token, 0) for t in terms),
+                r.length,
+                r.written_at,
+                True,
+                search_text.author_named(r.author, words),
             )
         )
     if not candidates:

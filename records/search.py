@@ -78,7 +78,12 @@ def find(
     else:
         scope = search_text.Scope(records=records, mean_length=mean_length)
         counts = search_text.term_counter(terms)
-        candidates = [search_text.Candidate(r[3], counts(r[4]), r[5], r[6], r[7]) for r in rows]
+        words = frozenset(search_text.query_words(query))
+        named = search_text.author_named
+        candidates = [
+            search_text.Candidate(r[3], counts(r[4]), r[5], r[6], r[7], named(r[8], words))
+            for r in rows
+        ]
         depth = max(limit, embeddings.FUSION_DEPTH) if hybrid else limit
         ids = search_text.rank(terms, candidates, scope, depth)
     if hybrid:  # MEMADMIN_EMBEDDER: fused with the nearest vectors (records.embeddings)
@@ -112,7 +117,7 @@ _RECORD_CONVERTERS = [(i, f) for i, f in enumerate(_RECORD_FIELDS) if hasattr(f,
 
 # The statement both databases run: the regret check, the user's totals
 # (UserMemoryStats) and the candidates (id, search tokens, length, written at in
-# microseconds, live), always at least one row (the candidate columns NULL when none).
+# microseconds, live, author), always at least one row (the candidate columns NULL when none).
 # Only these few columns of every candidate: reading whole rows for hundreds of
 # candidates to return ten cost ten times the rest of the search. On PostgreSQL, when
 # there are at most FOLD_CANDIDATES candidates (most searches of a user of a few hundred
@@ -123,13 +128,13 @@ _STATEMENT = """
     FROM (SELECT {regret} AS regret) AS one
     LEFT JOIN {stats} AS s ON s.app_name = %s AND s.user_id = %s
     LEFT JOIN (
-        SELECT r.id, r.search_tokens, r.tokens, {written_at}, {live}{full}
+        SELECT r.id, r.search_tokens, r.tokens, {written_at}, {live}, r.author{full}
         FROM {table} AS r
         WHERE {match} AND r.app_name = %s AND r.user_id = %s
     ) AS c ON 1 = 1
 """
 FOLD_CANDIDATES = 64
-_FULL_AT = 8  # the first whole-row column of a candidate row
+_FULL_AT = 9  # the first whole-row column of a candidate row
 _PG_FULL = "".join(
     f", CASE WHEN count(*) OVER () <= {FOLD_CANDIDATES} THEN r.{f.column} END"
     for f in _RECORD_FIELDS
@@ -138,7 +143,7 @@ _PG_FULL = "".join(
 
 def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_params) -> list[tuple]:
     """(regret, user's records, their mean length, then id, search tokens, length,
-    written_at, live of a candidate) per candidate.
+    written_at, live, author of a candidate) per candidate.
 
     The app's TTL (the model's default when the app has no policy row yet) is read in
     the same statement.
@@ -240,7 +245,7 @@ def _candidates_sqlite(app_name, user_id, terms, now, regret_sql, regret_params)
         rows = cursor.fetchall()
     if rows[0][3] is None:
         return rows
-    return [(*r[:6], _microseconds(r[6]), bool(r[7])) for r in rows]
+    return [(*r[:6], _microseconds(r[6]), bool(r[7]), r[8]) for r in rows]
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -76,6 +76,12 @@ BM25_B = 0.3
 # record ranks first: a new address outranks the notes it replaced, which match the
 # same words (see ``rank``).
 TIE_BAND = 0.20
+# A record whose author the query names ("What has Melanie painted?" and a turn of
+# Melanie's) scores twice its BM25 (``rank``): what someone did is told in their own
+# turns, while a name is too common a word (half of a two-person conversation holds it)
+# to tell them from the other's turns that mention them (LoCoMo, nothing evicted:
+# multi-turn questions 17.0% -> 23.4% on the half it was chosen on, docs/search.md).
+AUTHOR_WEIGHT = 2.0
 # Word once: a query word counts once in a record, by the narrowest of its own layers
 # there (exact, else stem, else prefix) or its context layer if that scores more: its
 # stem and prefix, or the same word in the turns before, do not add to an exact match.
@@ -285,6 +291,18 @@ class Candidate(NamedTuple):
     length: int  # its size (the record's token count), for length normalisation
     written_at: int  # when it was said (microseconds since 1970): newer wins a tie
     live: bool  # unexpired; expired candidates still count in document frequencies
+    named: bool = False  # the query names its author (``author_named``): AUTHOR_WEIGHT
+
+
+def author_named(author: str, words: Collection[str]) -> bool:
+    """Whether one of the meaningful words of ``author`` is one of ``words`` (a query's
+    ``query_words``): "Melanie" in "What has Melanie painted?"."""
+    return bool(author) and not set(_author_words(author)).isdisjoint(words)
+
+
+@lru_cache(maxsize=1024)
+def _author_words(author: str) -> tuple[str, ...]:
+    return tuple(_words(author, for_query=True))
 
 
 def term_counts(tokens: str, terms: Sequence[QueryTerm]) -> tuple[int, ...]:
@@ -356,7 +374,8 @@ def bm25_scores(
     query word counts once: by the narrowest of its own layers the record holds (exact,
     else stem, else prefix; a broader layer's higher count, "allergi" in "allergy,
     allergies", does not outscore the exact word), or by its context layer if that
-    scores more (see the note on the module's constants).
+    scores more (see the note on the module's constants). A candidate whose author the
+    query names (``Candidate.named``) scores AUTHOR_WEIGHT times its BM25.
     """
     return {c.id: score for score, members in _shapes(terms, candidates, scope) for c in members}
 
@@ -366,7 +385,7 @@ def _shapes(
 ) -> Iterable[tuple[float, list[Candidate]]]:
     """(BM25, the candidates scoring it) per shape: a score depends only on the counts
     and the length, so candidates sharing both (most of them, in a large candidate set)
-    share one computation (``bm25_scores``)."""
+    share one computation (``bm25_scores``); the author's weight is the last of it."""
     columns = list(zip(*(c.counts for c in candidates), strict=True))  # one per term
     df = [len(col) - col.count(0) for col in columns] if candidates else [0] * len(terms)
     n = max(scope.records, len(candidates))
@@ -375,15 +394,15 @@ def _shapes(
     own = [not t.token.startswith(CONTEXT_MARK) for t in terms]
     mean = scope.mean_length if scope.mean_length > 0 else 1.0
     k1 = BM25_K1
-    by_shape: dict[tuple[tuple[int, ...], int], list[Candidate]] = {}
+    by_shape: dict[tuple[tuple[int, ...], int, bool], list[Candidate]] = {}
     for c in candidates:
-        shape = (tuple(c.counts), c.length)
+        shape = (tuple(c.counts), c.length, c.named)
         members = by_shape.get(shape)
         if members is None:
             by_shape[shape] = [c]
         else:
             members.append(c)
-    for (counts, length), members in by_shape.items():
+    for (counts, length, named), members in by_shape.items():
         norm = k1 * (1 - BM25_B + BM25_B * max(length, 1) / mean)
         best: dict[int, float] = {}
         held: set[int] = set()  # words matched in one of their own layers already
@@ -396,7 +415,8 @@ def _shapes(
                 part = w * f * (k1 + 1) / (f + norm)
                 if part > best.get(word, 0.0):
                     best[word] = part
-        yield sum(best.values()), members
+        score = sum(best.values())
+        yield (score * AUTHOR_WEIGHT if named else score), members
 
 
 def rank(
@@ -404,7 +424,8 @@ def rank(
 ) -> list[int]:
     """Ids of the best ``limit`` live candidates, best first.
 
-    Ordered by BM25 (rounded to 9 decimals), then in bands: the first record opens a
+    Ordered by BM25 (AUTHOR_WEIGHT times it for a record whose author the query names;
+    rounded to 9 decimals), then in bands: the first record opens a
     band, every record scoring at least (1 - TIE_BAND) of that first score joins it, and
     within a band newer records (``written_at``) come first, then higher ids.
 

@@ -207,3 +207,33 @@ def test_memories_added_directly_have_no_context(memory):
     for record in MemoryRecord.objects.filter(app_name=APP):
         assert not any(t.startswith("@") for t in record.search_tokens.split())
     assert ids("spring") == [labels["zurich"]]  # not the record added after it
+
+
+def test_a_record_by_the_author_the_query_names_ranks_first(db):
+    """The same words, the mention newer: the turn of the named author wins on both
+    databases (search_text.AUTHOR_WEIGHT), and the author column is no record's word
+    without the query naming them."""
+    said = [
+        ("Noor", "Finished a painting of the lighthouse, Ines", 20),
+        ("Ines", "Noor, your painting of the harbour is lovely", 10),
+        ("Ines", "Lunch by the harbour", 5),
+    ]
+    entries = [
+        MemoryEntry(
+            content=types.Content(role="user", parts=[types.Part(text=text)]),
+            author=author,
+            timestamp=(NOW - timedelta(days=days)).isoformat(),
+        )
+        for author, text, days in said
+    ]
+    add_memories(APP, "u2", entries, NOW)
+    by_text = dict(MemoryRecord.objects.filter(user_id="u2").values_list("content", "id"))
+    own, mention, lunch = (by_text[text] for _, text, _ in said)
+
+    def found(query):
+        return [r.id for r in search.search(APP, "u2", query, NOW)]
+
+    assert found("What has Noor painted?") == [own, mention]
+    assert found("What has Ines painted?")[0] == mention  # Ines's lunch also holds "ines"
+    assert found("painting") == [mention, own]  # no name: the newer first
+    assert found("harbour")[0] == lunch

@@ -291,3 +291,30 @@ def test_ranking_by_score_groups_is_the_per_candidate_order(seed):
         assert st.rank(terms, candidates, scope, limit) == _rank_per_candidate(
             terms, candidates, scope, limit
         )
+
+
+def test_a_query_names_an_author_by_one_of_their_words_folded():
+    words = st.query_words("What has Zoë painted lately?")
+    assert st.author_named("Zoe", words)
+    assert st.author_named("zoë Martin", words)
+    assert not st.author_named("Martin", words)
+    assert not st.author_named("", words)
+    assert not st.author_named("user", st.query_words("what did I say?"))  # stopwords only
+
+
+def test_a_record_by_the_author_the_query_names_scores_author_weight_times_more():
+    terms = st.query_terms("What has Noor painted?")
+    words = st.query_words("What has Noor painted?")
+    mention = st.index_tokens("Noor, your painting of the harbour is lovely", "Ines")
+    own = st.index_tokens("Finished a painting of the lighthouse, Ines", "Noor")
+    candidates = [  # the same words, the mention newer: it wins unless the author counts
+        Candidate(1, st.term_counts(own, terms), 9, 0, True, st.author_named("Noor", words)),
+        Candidate(2, st.term_counts(mention, terms), 9, 1, True, st.author_named("Ines", words)),
+    ]
+    scope = Scope(records=100, mean_length=10)
+    scores = st.bm25_scores(terms, candidates, scope)
+    plain = st.bm25_scores(terms, [c._replace(named=False) for c in candidates], scope)
+    assert plain[1] == plain[2] > 0
+    assert scores[1] == st.AUTHOR_WEIGHT * plain[1] and scores[2] == plain[2]
+    assert st.rank(terms, candidates, scope, 10) == [1, 2]
+    assert st.rank(terms, [c._replace(named=False) for c in candidates], scope, 10) == [2, 1]
