@@ -44,8 +44,11 @@ def test_records_are_listed_best_first_with_scores_and_the_cap_line(login, recor
     assert [r.record.content for r in rows] == ["fact 9", "fact 7", "fact 5", "fact 3", "fact 1"]
     best = rows[0].standing
     assert (best.rank, best.cumulative_tokens) == (1, 10)
-    assert best.score.total == pytest.approx(0.5 * 0.5 + 0.0 * 0 + 0.5 * 0.9)  # the default
-    assert best.score.importance == 0.9 and best.score.recency == pytest.approx(0.5)
+    # Last accessed one half-life (30 days) before the record was made; the page reads
+    # the real clock, so the seconds a loaded machine takes in between lower recency a
+    # little (0.4999995 after 3.7 s): 1e-4 allows some 20 minutes.
+    assert best.score.total == pytest.approx(0.5 * 0.5 + 0.0 * 0 + 0.5 * 0.9, abs=1e-4)
+    assert best.score.importance == 0.9 and best.score.recency == pytest.approx(0.5, abs=1e-4)
     assert [r.standing.first_over_cap for r in rows] == [False, False, False, True, False]
     assert [r.victim_reason for r in rows] == [None, None, None, "record_cap", "record_cap"]
     content = response.content.decode()
