@@ -38,6 +38,23 @@ def written(i, at, *, last=None, hits=0, removed_at=None, reason=""):
     )
 
 
+def evicted_by_cap(i, written_at, evicted_at, hashes, *, importance=0.9):
+    """A record written untouched and evicted by the record cap, with its term hashes."""
+    return RecordHistory(
+        id=i,
+        created_at=written_at,
+        importance=importance,
+        pinned=False,
+        tokens=10,
+        hits=0,
+        last_accessed_at=written_at,
+        known_at=evicted_at,
+        removed_at=evicted_at,
+        removed_reason=pure.RECORD_CAP,
+        term_hashes=frozenset(hashes),
+    )
+
+
 def test_a_record_no_logged_touch_explains_is_replayed_as_it_stands():
     fresh = written(1, T0)
     touched = written(2, T0, last=T0 + HOUR, hits=1)
@@ -68,19 +85,7 @@ def test_the_state_at_the_start_takes_later_touches_back_off():
 
 def test_regret_lost_and_saved_are_counted_per_search():
     terms = frozenset({"h1", "h2"})
-    gone = RecordHistory(
-        id=9,
-        created_at=T0 + HOUR,
-        importance=0.9,
-        pinned=False,
-        tokens=10,
-        hits=0,
-        last_accessed_at=T0 + HOUR,
-        known_at=T0 + 5 * HOUR,
-        removed_at=T0 + 5 * HOUR,
-        removed_reason=pure.RECORD_CAP,
-        term_hashes=terms,
-    )
+    gone = evicted_by_cap(9, T0 + HOUR, T0 + 5 * HOUR, terms)
     found = Search(T0 + 6 * HOUR, (), terms)
     ran = replay_user([gone], [found], Schedule.fixed(pure.PolicyParams(max_records=5)), T0, END)
     assert (ran.days[0].regret, ran.days[0].saved) == (0, 1)  # kept: the search found it
@@ -166,19 +171,7 @@ BY_IMPORTANCE = replace(BY_RECENCY, w_recency=0.0, w_importance=1.0)
 def _swapped_history():
     """The policy that ran (by recency) evicted A, which later searches match, and kept
     B, which later searches returned; by importance, the replay keeps A and evicts B."""
-    a = RecordHistory(
-        id=1,
-        created_at=T0 + HOUR,
-        importance=0.9,
-        pinned=False,
-        tokens=10,
-        hits=0,
-        last_accessed_at=T0 + HOUR,
-        known_at=T0 + 2 * HOUR,
-        removed_at=T0 + 2 * HOUR,
-        removed_reason=pure.RECORD_CAP,
-        term_hashes=frozenset({"a1", "a2"}),
-    )
+    a = evicted_by_cap(1, T0 + HOUR, T0 + 2 * HOUR, {"a1", "a2"})
     b_hashes = frozenset({"b1", "b2"})
     searches = [
         Search(T0 + 3 * HOUR, (), frozenset({"a1", "a2"})),  # matches A, which was gone
