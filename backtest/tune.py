@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import partial
 
 from records.models import Policy
 from records.policy import PRESETS
@@ -162,19 +163,15 @@ def tune(
     users = history.users(app_name, start)
     current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
     base = current.snapshot()
+    replay = partial(service.replay, app_name, start, end, now, workers=workers)
     finals = candidates
     sampled: list[str] = []
     if len(users) > sample_users and len(candidates) > finalists:
         sampled = sample(users, sample_users)
         total = len(sampled) + len(users)
-        first = service.replay(
-            app_name,
-            start,
-            end,
-            now,
+        first = replay(
             [c for _, c in candidates],
             progress=None if progress is None else (lambda done, _n: progress(done, total)),
-            workers=workers,
             user_ids=sampled,
         )
         ranked = _ranked(candidates, first, base, keep_all=True)
@@ -183,16 +180,7 @@ def tune(
         if progress is not None:
             done_first = len(sampled)
             progress = (lambda p: lambda done, _n: p(done_first + done, total))(progress)
-    replayed = service.replay(
-        app_name,
-        start,
-        end,
-        now,
-        [c for _, c in finals],
-        progress=progress,
-        workers=workers,
-        user_ids=users,
-    )
+    replayed = replay([c for _, c in finals], progress=progress, user_ids=users)
     cur_records, cur_tokens = _means(replayed.current)
     return Tuning(
         app_name=app_name,
