@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-import snowballstemmer
+import Stemmer
 
 # A query counts its first 32 distinct meaningful words (a pair of CJK characters is
 # a word); the rest is ignored. A word is cut at 64 characters.
@@ -113,7 +113,6 @@ _LETTER_FOLDS = str.maketrans(
 # of other scripts (Japanese voicing, Indic vowel signs) change the letter: kept.
 _ACCENTS = re.compile("[\u0300-\u036f]")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
-_ASCII_LETTERS = re.compile(r"[a-z]+")
 
 # Code point ranges of scripts written without spaces between words.
 _UNSEGMENTED = (
@@ -189,20 +188,25 @@ def _words(text: str, *, for_query: bool) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=65536)
 def _forms(word: str) -> tuple[str, ...]:
     """The stored layers of one word: itself, its stem and (long words) its prefix."""
-    if not _ASCII_LETTERS.fullmatch(word):
+    return _layers(word, _stemmer().stemWord(word))
+
+
+def _layers(word: str, stem: str) -> tuple[str, ...]:
+    """``_forms`` of ``word`` given its stem (used only for words of ASCII letters)."""
+    if not (word.isascii() and word.isalpha()):  # [a-z]+: words are folded to lower case
         return (word,)
-    forms = (word, STEM_MARK + _stemmer().stemWord(word))
     if len(word) >= PREFIX_MIN_LETTERS:
-        forms += (PREFIX_MARK + word[:PREFIX_LETTERS],)
-    return forms
+        return (word, STEM_MARK + stem, PREFIX_MARK + word[:PREFIX_LETTERS])
+    return (word, STEM_MARK + stem)
 
 
 @lru_cache(maxsize=1)
-def _stemmer():
-    return snowballstemmer.stemmer("english")
+def _stemmer() -> Stemmer.Stemmer:
+    # Snowball's English stemmer in C. Its word cache is off (0): no word of a memory
+    # outlives the call that read it (erasure cannot reach a process's memory).
+    return Stemmer.Stemmer("english", 0)
 
 
 def index_tokens(content: str, author: str = "", context: Iterable[tuple[str, str]] = ()) -> str:
@@ -212,27 +216,55 @@ def index_tokens(content: str, author: str = "", context: Iterable[tuple[str, st
     them ("What did Melanie paint?" is answered by a turn of Melanie's). ``context`` is
     the (author, text) of the turns said just before it, indexed as the ``@`` layer.
     """
+    return _index(content, author, context, _text_forms)
+
+
+def index_all(turns: Iterable[tuple[str, str, Iterable[tuple[str, str]]]]) -> list[str]:
+    """``index_tokens`` of each (content, author, context), each text's words found once
+    however many of the turns hold it (a session's turn is the context of the next
+    ``CONTEXT_TURNS``). What it remembers lives for the call only: no cache keeps a
+    memory's words after it, where erasure could not reach them."""
+    memo: dict[str, list[tuple[str, ...]]] = {}
+
+    def text_forms(text: str) -> list[tuple[str, ...]]:
+        if text not in memo:
+            memo[text] = _text_forms(text)
+        return memo[text]
+
+    return [_index(content, author, context, text_forms) for content, author, context in turns]
+
+
+def _index(
+    content: str,
+    author: str,
+    context: Iterable[tuple[str, str]],
+    text_forms: Callable[[str], list[tuple[str, ...]]],
+) -> str:
     text = f"{author} {content}" if author else content
-    own = " ".join(form for forms in _text_forms(text) for form in forms)
-    return _joined(own, context_tokens(context))
+    own = " ".join(form for forms in text_forms(text) for form in forms)
+    return _joined(own, _context(context, text_forms))
 
 
 def context_tokens(context: Iterable[tuple[str, str]]) -> str:
     """The ``@`` layer of preceding turns: each word's exact and stem forms, marked."""
-    return _joined(*(_context_layer(f"{author} {text}") for author, text in context))
+    return _context(context, _text_forms)
 
 
-# A session's turn is indexed as its own record and as the context of the few turns
-# after it: each text's words are found once per ingest, not once per use.
-@lru_cache(maxsize=64)
-def _text_forms(text: str) -> tuple[tuple[str, ...], ...]:
-    """``_forms`` of every word of ``text``, in order."""
-    return tuple(_forms(word) for word in _words(text, for_query=False))
+def _context(
+    context: Iterable[tuple[str, str]], text_forms: Callable[[str], list[tuple[str, ...]]]
+) -> str:
+    return _joined(
+        *(
+            " ".join(CONTEXT_MARK + form for forms in text_forms(f"{a} {t}") for form in forms[:2])
+            for a, t in context
+        )
+    )
 
 
-@lru_cache(maxsize=64)
-def _context_layer(text: str) -> str:
-    return " ".join(CONTEXT_MARK + form for forms in _text_forms(text) for form in forms[:2])
+def _text_forms(text: str) -> list[tuple[str, ...]]:
+    """``_forms`` of every word of ``text``, in order (stemmed in one call)."""
+    words = _words(text, for_query=False)
+    return list(map(_layers, words, _stemmer().stemWords(words)))
 
 
 def reindex(content: str, author: str, tokens: str) -> str:
@@ -300,7 +332,6 @@ def author_named(author: str, words: Collection[str]) -> bool:
     return bool(author) and not set(_author_words(author)).isdisjoint(words)
 
 
-@lru_cache(maxsize=1024)
 def _author_words(author: str) -> tuple[str, ...]:
     return tuple(_words(author, for_query=True))
 

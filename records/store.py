@@ -281,6 +281,7 @@ def _pg_insert(
     (victims, their texts) for ``_enforce_locked``."""
     statements: list[str] = []
     values: dict = {}
+    indexed = search_text.index_all((c.content, c.author, c.context) for c in candidates)
     rows = [
         {
             "s": c.session_id,
@@ -298,9 +299,9 @@ def _pg_insert(
             "d": _iso(due_at_for(c.category, c.content, c.entry_timestamp or now)),
             "slot": c.slot or None,
             "m": c.custom_metadata,
-            "x": search_text.index_tokens(c.content, c.author, c.context),
+            "x": tokens,
         }
-        for c in candidates
+        for c, tokens in zip(candidates, indexed, strict=True)
     ]
     if rows:
         statements.append(_PG_INSERT)

@@ -63,6 +63,32 @@ def test_preceding_turns_are_a_marked_layer_of_exact_and_stem_forms_with_their_a
     assert st.index_tokens("kiwi") == st.index_tokens("kiwi", "", ())
 
 
+def test_indexing_a_session_at_once_gives_each_turn_what_indexing_it_alone_does():
+    turns = [
+        ("user", "We went camping at the lake"),
+        ("agent", "What did you do while camping?"),
+        ("user", "We roasted marshmallows"),
+        ("user", "We roasted marshmallows"),  # a repeated text, remembered once
+        ("agent", "Zürich, 東京 🎉"),
+    ]
+    items = [
+        (text, author, turns[max(0, i - st.CONTEXT_TURNS) : i])
+        for i, (author, text) in enumerate(turns)
+    ]
+    assert st.index_all(items) == [st.index_tokens(*item) for item in items]
+    assert st.index_all([]) == []
+
+
+def test_no_cache_keeps_a_memory_s_words_after_the_call():
+    # Erasure cannot reach a process's memory: only the stemmer itself is cached, and
+    # it runs with its own word cache off.
+    cached = {
+        name for name, value in vars(st).items() if callable(value) and hasattr(value, "cache_info")
+    }
+    assert cached == {"_stemmer"}
+    assert st._stemmer().maxCacheSize == 0
+
+
 def test_reindexing_a_record_keeps_its_context_layer():
     tokens = st.index_tokens("old text", "user", [("agent", "camping trip")])
     assert st.reindex("new words", "user", tokens) == st.index_tokens(
