@@ -132,8 +132,8 @@ _STATEMENT = """
 # gated lateral: ``OFFSET 0`` keeps it a per-candidate lookup, never a join over the
 # table). A window count over the whole rows (what this replaced) carried every
 # candidate's whole row through a tuple store and a CASE per column however many there
-# were: at 5,000 records a search's ~500 candidates cost about twice the server time of
-# the narrow rows, and 25 NULL columns each to ship and read.
+# were: on the bench's data the statement's server time fell from 55 to 22 ms (median)
+# at 50,000 records, thousands of candidates, and by 15% (mean) at 5,000.
 _PG_STATEMENT = """
     WITH c AS MATERIALIZED (
         SELECT r.id, r.search_tokens, r.tokens, {written_at}, {live}, r.author
