@@ -39,6 +39,11 @@ POLICY_REASONS = frozenset({pure.EXPIRED, pure.RECORD_CAP, pure.TOKEN_CAP, pure.
 REGRET_REASONS = frozenset({pure.EXPIRED, pure.RECORD_CAP, pure.TOKEN_CAP})
 # records.feedback.REGRET_MIN_MATCH: the live check's threshold.
 MIN_MATCH = 2
+# Policy fields the replay cannot replay a change of: ``information_importance`` sets a
+# record's importance from its content when it is written, and the history keeps no
+# content of an evicted record, so every record keeps the importance the policy that
+# ran gave it.
+NOT_REPLAYED = frozenset({"information_importance"})
 
 
 @dataclass(frozen=True, slots=True)

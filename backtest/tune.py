@@ -4,14 +4,18 @@ The space: weights on the simplex (steps of ``WEIGHT_STEP``), half-lives, the
 fresh-start setting, and the presets; caps and TTL stay the app's. Every candidate is
 replayed over the same window (``service.replay``: one read of each user's history) and
 kept when it holds on average no more tokens and no more records per day than the
-policy that ran. The best are those with the lowest regret, then the fewest evictions.
-Nothing is applied: a person applies one through the normal policy change.
+policy that ran. The window is cut in two (``held_out_from``): the candidates are ranked
+on its first part alone (lowest regret, then fewest evictions), and a candidate is
+better than the policy that ran only on its last part, the held-out one, which took no
+part in choosing it (``Tuning.beats_current``). Nothing is applied: a person applies one
+through the normal policy change.
 
 With more than ``SAMPLE_USERS`` users the search is in two rounds (successive halving):
 every candidate is replayed on a fixed sample of ``SAMPLE_USERS`` users (``sample``: the
 lowest SHA-256 of the user id, so the same users whatever the history or its order),
-ranked there by the same rule, and only the ``FINALISTS`` best are replayed on every
-user. The best three and all their figures come from those full replays.
+ranked there by the same rule (on the first part), and only the ``FINALISTS`` best are
+replayed on every user. The best three and all their figures come from those full
+replays.
 """
 
 from __future__ import annotations
@@ -19,15 +23,15 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from functools import partial
 
-from records.models import Policy
+from records.models import Policy, preset_values
 from records.policy import PRESETS
 
 from . import history, service
-from .replay import DayStats
+from .replay import NOT_REPLAYED, ONE_DAY, DayStats
 
 WEIGHT_STEP = 0.25
 HALF_LIVES_HOURS = (7 * 24.0, 30 * 24.0, 90 * 24.0)
@@ -47,9 +51,12 @@ class Candidate:
     label: str
     policy: Policy
     changes: dict  # field -> (current, candidate), only what differs
-    totals: DayStats
+    totals: DayStats  # the whole window
     mean_records: float
     mean_tokens: float
+    # The window's first part (what it was ranked on) and its last, held-out part.
+    chosen_on: DayStats = field(default_factory=DayStats)
+    held_out: DayStats = field(default_factory=DayStats)
 
 
 @dataclass
@@ -64,20 +71,26 @@ class Tuning:
     best: list[Candidate]
     exact: bool
     sampled: int = 0  # users of the first round (0: every candidate replayed on every user)
+    # The held-out part: from this moment to ``end`` (None: no day was left to hold out).
+    held_out_from: datetime | None = None
+    current_held_out: DayStats = field(default_factory=DayStats)
 
     def beats_current(self, c: Candidate) -> bool:
-        """Less regret than the policy that ran by more than chance, or the same
-        searches regretted and fewer evictions.
+        """On the held-out part: less regret than the policy that ran by more than
+        chance, or the same searches regretted and fewer evictions.
 
         Both regret the same searches but for those only one of them regrets; with no
         difference in policy those split evenly. The candidate beats the policy that ran
         when it is spared more of them than a fair split would give, by ``SIGNIFICANCE``
-        standard deviations (a paired sign test): the tuner takes the lowest of ~90
-        figures, so a margin of one or two searches is luck, not a better policy.
+        standard deviations (a paired sign test). Only on the held-out part: the
+        candidate was the lowest of ~90 figures on the first part, so there its margin
+        is partly luck, and a test on the figures that chose it would count that luck.
         """
-        fewer, more = c.totals.regret_fewer, c.totals.regret_more
+        if self.held_out_from is None:
+            return False
+        fewer, more = c.held_out.regret_fewer, c.held_out.regret_more
         if fewer == more == 0:
-            return c.totals.evictions < self.current.evictions
+            return c.held_out.evictions < self.current_held_out.evictions
         return fewer - more >= SIGNIFICANCE * math.sqrt(fewer + more)
 
     def as_json(self) -> dict:
@@ -89,10 +102,12 @@ class Tuning:
             "tried": self.tried,
             "sampled": self.sampled,
             "exact": self.exact,
+            "held_out_from": None if self.held_out_from is None else self.held_out_from.isoformat(),
             "current": {
                 **asdict(self.current),
                 "mean_records": self.current_mean_records,
                 "mean_tokens": self.current_mean_tokens,
+                "held_out": asdict(self.current_held_out),
             },
             "best": [
                 {
@@ -100,6 +115,8 @@ class Tuning:
                     "values": c.policy.snapshot(),
                     "changes": [[f, old, new] for f, (old, new) in c.changes.items()],
                     "totals": asdict(c.totals),
+                    "chosen_on": asdict(c.chosen_on),
+                    "held_out": asdict(c.held_out),
                     "mean_records": c.mean_records,
                     "mean_tokens": c.mean_tokens,
                     "regret_change": c.totals.regret - self.current.regret,
@@ -118,11 +135,20 @@ def simplex(step: float = WEIGHT_STEP) -> list[tuple[float, float, float]]:
 
 
 def space(app_name: str) -> list[tuple[str, Policy]]:
-    """(label, candidate) for every point of the space, each validated as a change."""
-    out = [
-        (f"preset {name}", service.candidate_policy(app_name, preset=name))
-        for name in sorted(PRESETS)
-    ]
+    """(label, candidate) for every point of the space, each validated as a change.
+
+    No candidate changes a field the replay cannot replay (``replay.NOT_REPLAYED``): a
+    preset comes with the app's own values of those, since its figures would be of
+    another policy than the one applied (measured: the article preset, replayed with
+    the default's importances, regretted least from the default at 100 records and
+    answered 12 points fewer later; docs/backtest.md).
+    """
+    current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
+    kept = {f: str(getattr(current, f)) for f in NOT_REPLAYED}
+    out = []
+    for name in sorted(PRESETS):
+        values = {**preset_values(name), **kept}
+        out.append((f"preset {name}", service.candidate_policy(app_name, values=values)))
     for wr, wf, wi in simplex():
         for half_life in HALF_LIVES_HOURS:
             for fresh in FRESH_STARTS:
@@ -166,6 +192,7 @@ def tune(
     replay = partial(service.replay, app_name, start, end, now, workers=workers)
     finals = candidates
     sampled: list[str] = []
+    split = None  # the first held-out day, from the policy that ran alone
     if len(users) > sample_users and len(candidates) > finalists:
         sampled = sample(users, sample_users)
         total = len(sampled) + len(users)
@@ -174,14 +201,18 @@ def tune(
             progress=None if progress is None else (lambda done, _n: progress(done, total)),
             user_ids=sampled,
         )
-        ranked = _ranked(candidates, first, base, keep_all=True)
+        split = held_out_day(first.current)
+        ranked = _ranked(candidates, first, base, split, keep_all=True)
         kept = {c.label for c in ranked[:finalists]}
         finals = [(label, policy) for label, policy in candidates if label in kept]
         if progress is not None:
             done_first = len(sampled)
             progress = (lambda p: lambda done, _n: p(done_first + done, total))(progress)
     replayed = replay([c for _, c in finals], progress=progress, user_ids=users)
+    if split is None:
+        split = held_out_day(replayed.current)
     cur_records, cur_tokens = _means(replayed.current)
+    n_days = len(replayed.current)
     return Tuning(
         app_name=app_name,
         start=start,
@@ -190,32 +221,69 @@ def tune(
         current_mean_records=cur_records,
         current_mean_tokens=cur_tokens,
         tried=len(candidates),
-        best=_ranked(finals, replayed, base)[:BEST],
+        best=_ranked(finals, replayed, base, split)[:BEST],
         exact=replayed.exactness.exact,
         sampled=len(sampled),
+        held_out_from=start + split * ONE_DAY if split < n_days else None,
+        current_held_out=_total(replayed.current[split:]),
     )
+
+
+def held_out_day(current: Sequence[DayStats]) -> int:
+    """The first day of the held-out part: the cut that leaves the two parts the most
+    even share of the searches the policy that ran regrets (at least one day each; of
+    equal cuts the latest), or the middle day when it regrets none. Regret grows as
+    users fill their caps, so an even cut in days would leave the first part little to
+    choose on. It depends on the policy that ran alone, never on a candidate. A one-day
+    window has no held-out part (``len(current)``)."""
+    n = len(current)
+    if n < 2:
+        return n
+    total = sum(d.regret for d in current)
+    if total == 0:
+        return n // 2
+    best, before = 1, 0
+    gap = None
+    for day in range(1, n):
+        before += current[day - 1].regret
+        g = abs(2 * before - total)
+        if gap is None or g <= gap:  # ties: the latest (days without regret tell nothing)
+            best, gap = day, g
+    return best
 
 
 def _ranked(
     candidates: Sequence[tuple[str, Policy]],
     replayed: service.Replayed,
     base: dict,
+    split: int,
     *,
     keep_all: bool = False,
 ) -> list[Candidate]:
-    """The candidates at no more storage than the policy that ran, best first (then,
-    with ``keep_all``, the others, best first)."""
+    """The candidates at no more storage than the policy that ran, best first on the
+    days before ``split`` (then, with ``keep_all``, the others, best first)."""
     cur_records, cur_tokens = _means(replayed.current)
     scored, over = [], []
     for (label, policy), days_ in zip(candidates, replayed.candidates, strict=True):
         records, tokens = _means(days_)
         snapshot = policy.snapshot()
         changes = {f: (base[f], v) for f, v in snapshot.items() if v != base[f]}
-        c = Candidate(label, policy, changes, _total(days_), records, tokens)
+        c = Candidate(
+            label,
+            policy,
+            changes,
+            _total(days_),
+            records,
+            tokens,
+            chosen_on=_total(days_[:split]),
+            held_out=_total(days_[split:]),
+        )
         # More storage than the policy that ran: dropped.
         (over if records > cur_records or tokens > cur_tokens else scored).append(c)
     for group in (scored, over):
-        group.sort(key=lambda c: (c.totals.regret, c.totals.evictions, c.mean_tokens, c.label))
+        group.sort(
+            key=lambda c: (c.chosen_on.regret, c.chosen_on.evictions, c.mean_tokens, c.label)
+        )
     return scored + over if keep_all else scored
 
 

@@ -19,7 +19,7 @@ from django.db import connection
 
 from memadmin import counters
 
-from . import access_log, embeddings, feedback, policy_sql, search_text
+from . import access_log, embeddings, feedback, one_trip, policy_sql, search_text
 from . import policy as pure
 from .ids import check_scope
 from .models import MemoryRecord, UserMemoryStats
@@ -184,35 +184,35 @@ def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_param
         full=_PG_FULL,
         fold=FOLD_CANDIDATES,
     )
+    params = [
+        now,
+        app_name,
+        pure.DEFAULTS.ttl.days,
+        " | ".join(_tsquery_lexeme(t.token) for t in terms),
+        app_name,
+        user_id,
+        *regret_params,
+        app_name,
+        user_id,
+    ]
     with connection.cursor() as cursor:
-        hinted = isinstance(cursor.cursor, psycopg.ClientCursor)
-        if hinted:  # one query string of three statements, one round trip
-            sql = f"{_PLANNER}; {sql}; {_PLANNER_BACK}"
-        cursor.execute(
-            sql,
-            [
-                now,
-                app_name,
-                pure.DEFAULTS.ttl.days,
-                " | ".join(_tsquery_lexeme(t.token) for t in terms),
-                app_name,
-                user_id,
-                *regret_params,
-                app_name,
-                user_id,
-            ],
-        )
-        if hinted:
-            for _ in range(_PLANNER.count(";") + 1):
-                cursor.nextset()  # past the SETs, to the SELECT's rows
-        return cursor.fetchall()
+        if not isinstance(cursor.cursor, psycopg.ClientCursor):  # server-side binding
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+        results = one_trip.execute(cursor, [*_PLANNER, sql, *_PLANNER_BACK], params)
+    return results[len(_PLANNER)]
 
 
 # The planner settings of the ranked statement (see ``_candidates_postgres``).
-_PLANNER = "SET LOCAL enable_seqscan = off; SET LOCAL cpu_operator_cost = 0.25; SET LOCAL jit = off"
+_PLANNER = (
+    "SET LOCAL enable_seqscan = off",
+    "SET LOCAL cpu_operator_cost = 0.25",
+    "SET LOCAL jit = off",
+)
 _PLANNER_BACK = (
-    "SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL cpu_operator_cost TO DEFAULT;"
-    " SET LOCAL jit TO DEFAULT"
+    "SET LOCAL enable_seqscan TO DEFAULT",
+    "SET LOCAL cpu_operator_cost TO DEFAULT",
+    "SET LOCAL jit TO DEFAULT",
 )
 
 

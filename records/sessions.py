@@ -43,6 +43,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig, ListSessi
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
+from . import one_trip
 from .ids import validate_id
 from .locks import acquire_user_lock, user_lock_key
 from .models import (
@@ -330,16 +331,11 @@ def _read_together(*querysets) -> list[list[tuple]]:
                 cursor.execute(sql, params)
                 results.append(cursor.fetchall())
             return results
-        cursor.execute(
-            ";\n".join(sql for sql, _ in statements),
+        return one_trip.execute(
+            cursor,
+            [sql for sql, _ in statements],
             [param for _, params in statements for param in params],
         )
-        results = [cursor.fetchall()]
-        while cursor.nextset():
-            results.append(cursor.fetchall())
-    if len(results) != len(statements):
-        raise RuntimeError(f"{len(statements)} statements gave {len(results)} results")
-    return results
 
 
 def _sessions_of(
@@ -562,13 +558,13 @@ def _trim_temp_delta(event: Event) -> bool:
 
 
 def _append_sql() -> str:
-    """The PostgreSQL append: the user's lock, then one statement that locks the session
+    """The PostgreSQL append, run after the user's lock: one statement that locks the session
     row and writes only if the caller's revision is the stored one and no event with
     this id is stored yet (anything else is left to the ORM path, which explains it)."""
     session_t = AgentSession._meta.db_table
     event_t = SessionEvent._meta.db_table
     app_t, user_t = AppState._meta.db_table, UserState._meta.db_table
-    return f"""SELECT pg_advisory_xact_lock(%(lock)s);
+    return f"""
     WITH target AS (
         SELECT id, revision FROM {session_t}
         WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(session)s
@@ -617,8 +613,9 @@ def _append_in_one_round_trip(
     as one, so the lock is held to its end). The new revision, or None if it did not
     write: a missing session, a stale one, an event id already stored."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            _APPEND_SQL,
+        _locked, written = one_trip.execute(
+            cursor,
+            ["SELECT pg_advisory_xact_lock(%(lock)s)", _APPEND_SQL],
             {
                 "lock": user_lock_key(session.app_name, session.user_id),
                 "app": session.app_name,
@@ -639,10 +636,7 @@ def _append_in_one_round_trip(
                 "now": timezone.now(),
             },
         )
-        if not cursor.nextset():
-            raise RuntimeError("the append did not run after the lock")
-        written = cursor.fetchone()
-    return None if written is None else written[0]
+    return written[0][0] if written else None
 
 
 def append_event(session: Session, event: Event, *, now: float | None = None) -> Event:

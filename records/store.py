@@ -26,6 +26,7 @@ from . import (
     embeddings,
     erasure_guard,
     feedback,
+    one_trip,
     search_text,
     touches,
 )
@@ -209,17 +210,18 @@ def _locked_state(app_name: str, user_id: str, keys: list[str]):
         return (generation, barrier, *_known_keys(app_name, user_id, keys))
     sql, barrier_params = barrier_sql
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"""{_PG_LOCKS};
-            SELECT {config_cache.GENERATION_SQL}, b.raised_at, b.request_id,
+        _locked, [state] = one_trip.execute(
+            cursor,
+            [
+                _PG_LOCKS,
+                f"""SELECT {config_cache.GENERATION_SQL}, b.raised_at, b.request_id,
                 ARRAY({_known_key_sql(MemoryRecord)}), ARRAY({_known_key_sql(EvictionEvent)})
             FROM (SELECT 1) AS one LEFT JOIN LATERAL ({sql}) AS b(raised_at, request_id) ON true
             """,  # noqa: S608 - the models' tables and the ORM's own SQL; values are parameters
+            ],
             [*locks, keys, app_name, user_id, keys, app_name, user_id, *barrier_params],
         )
-        if not cursor.nextset():
-            raise RuntimeError("the state read did not run after the locks")
-        generation, raised_at, request_id, stored, gone = cursor.fetchone()
+    generation, raised_at, request_id, stored, gone = state
     barrier = None if raised_at is None else (raised_at, request_id)
     return generation, barrier, set(stored), set(gone)
 
@@ -324,17 +326,15 @@ def _pg_insert(
     new: list[NewRecord] = []
     selected = None
     with connection.cursor() as cursor:
-        cursor.execute(";\n".join(statements), values)
-        if rows:
-            ids = [i for (i,) in cursor.fetchall()]
-            if len(ids) != len(candidates):
-                raise RuntimeError("the insert returned fewer ids than it was given rows")
-            new = [NewRecord(i, c.content) for i, c in zip(ids, candidates, strict=True)]
-            if select and not cursor.nextset():
-                raise RuntimeError("the victims were not selected after the insert")
-        if select:
-            contents: dict[int, str] = {}
-            selected = (victims_from_rows(cursor.fetchall(), contents), contents)
+        results = one_trip.execute(cursor, statements, values)
+    if rows:
+        ids = [i for (i,) in results[0]]
+        if len(ids) != len(candidates):
+            raise RuntimeError("the insert returned fewer ids than it was given rows")
+        new = [NewRecord(i, c.content) for i, c in zip(ids, candidates, strict=True)]
+    if select:
+        contents: dict[int, str] = {}
+        selected = (victims_from_rows(results[-1], contents), contents)
     return new, selected
 
 

@@ -443,4 +443,11 @@ def tune_worker(args: dict) -> dict:
         "current_regret": tuning.current.regret,
         "best_regret": None if best is None else best.totals.regret,
         "exact": tuning.exact,
+        # The first-ranked candidate on the held-out part: the searches only the policy
+        # that ran regrets, and only it (what ``beats_current`` tested).
+        "held_out_from": None if tuning.held_out_from is None else tuning.held_out_from.isoformat(),
+        "held_out": None
+        if not tuning.best
+        else [tuning.best[0].held_out.regret_fewer, tuning.best[0].held_out.regret_more],
+        "first": None if not tuning.best else tuning.best[0].label,
     }

@@ -24,6 +24,7 @@ import time
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import psycopg
+from django.db import connection
 from google.adk.events.event import Event, EventActions
 from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 from google.adk.sessions.session import Session
@@ -112,6 +113,9 @@ def _load_ours(rows, users: int) -> None:
             for i in range(0, users, 10)
         ]
     )
+    with connection.cursor() as cursor:  # as ADK's tables are analysed after their load
+        for model in (AgentSession, UserState):
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
 
 
 async def _load_adk(service: DatabaseSessionService, rows, users: int) -> None:

@@ -114,7 +114,10 @@ def run(report, size: dict, env: dict) -> None:
                 note=(
                     f"{after - before:+.1f} points; chosen: {t['label']} "
                     f"{json.loads(t['values']) or ''}; regret in months 1-6 "
-                    f"{t['current_regret']} → {t['best_regret']}"
+                    f"{t['current_regret']} → {t['best_regret']}; first-ranked "
+                    f"{t['first']}, held out from {(t['held_out_from'] or '-')[:10]}: "
+                    f"searches only the policy that ran / only it regrets "
+                    f"{'/'.join(map(str, t['held_out'] or []))}"
                 ),
             )
         )

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from backtest import service, tune
-from backtest.replay import DayStats
+from backtest.replay import NOT_REPLAYED, ONE_DAY, DayStats
 from records.models import Policy
 
 from .history import APP, T0, make_history
@@ -36,19 +36,29 @@ def test_tuning_finds_no_more_regret_at_no_more_storage_and_applies_nothing():
     assert list(Policy.objects.values()) == before
     assert result.exact and result.tried == len(tune.space(APP))
     assert 1 <= len(result.best) <= tune.BEST
-    assert result.best[0].totals.regret <= result.current.regret
+    assert result.start < result.held_out_from < result.end
+    chosen_current = result.current.regret - result.current_held_out.regret
+    assert result.best[0].chosen_on.regret <= chosen_current
     for c in result.best:
         assert c.mean_tokens <= result.current_mean_tokens
         assert c.mean_records <= result.current_mean_records
-    regrets = [(c.totals.regret, c.totals.evictions) for c in result.best]
+        # The two parts make the whole window.
+        both = DayStats()
+        both.add(c.chosen_on)
+        both.add(c.held_out)
+        assert both == c.totals
+    # Ranked on the first part alone.
+    regrets = [(c.chosen_on.regret, c.chosen_on.evictions) for c in result.best]
     assert regrets == sorted(regrets)
     for c in result.best:
         # Paired with the policy that ran: the regret differs by the searches only one
-        # of the two regrets.
-        t = c.totals
+        # of the two regrets, on the whole window and on the held-out part.
+        t, h = c.totals, c.held_out
         assert t.regret - result.current.regret == t.regret_more - t.regret_fewer
+        assert h.regret - result.current_held_out.regret == h.regret_more - h.regret_fewer
+    same = result.current_held_out
     assert not result.beats_current(
-        tune.Candidate("the same", Policy(), {}, result.current, 0.0, 0.0)
+        tune.Candidate("the same", Policy(), {}, result.current, 0.0, 0.0, held_out=same)
     )
 
 
@@ -59,6 +69,7 @@ def test_the_command_prints_the_best_three_with_their_change():
     text = out.getvalue()
     assert "1. " in text and "regret" in text and "change:" in text
     assert "only the policy that ran" in text and ("better" in text)
+    assert "held-out days from" in text and "held out: searches only it regrets" in text
     assert "Nothing was applied" in text
 
 
@@ -91,7 +102,12 @@ def test_with_a_sample_the_finalists_are_the_samples_best_and_their_figures_are_
         APP, halved.start, halved.end, end, [c for _, c in candidates],
         user_ids=tune.sample(["u1", "u2", "u3"], 1),
     )  # fmt: skip
-    finalists = {c.label for c in tune._ranked(candidates, first, base, keep_all=True)[:4]}
+    # The cut between the parts comes from the sample's policy that ran, as the
+    # finalists do, and holds for the full replays too.
+    split = tune.held_out_day(first.current)
+    assert halved.held_out_from == halved.start + split * ONE_DAY
+    ranked = tune._ranked(candidates, first, base, split, keep_all=True)
+    finalists = {c.label for c in ranked[:4]}
     assert {c.label for c in halved.best} <= finalists
     # Every figure reported is the candidate's replay over every user.
     replayed = service.replay(APP, halved.start, halved.end, end, [c.policy for c in halved.best])
@@ -100,17 +116,22 @@ def test_with_a_sample_the_finalists_are_the_samples_best_and_their_figures_are_
         assert (c.mean_records, c.mean_tokens) == tune._means(days)
     # And they are ranked over every user as the full search ranks them.
     full_rank = [c.label for c in tune._ranked(candidates, service.replay(
-        APP, halved.start, halved.end, end, [c for _, c in candidates]), base)
+        APP, halved.start, halved.end, end, [c for _, c in candidates]), base, split)
         if c.label in finalists]  # fmt: skip
     assert [c.label for c in halved.best] == full_rank[: len(halved.best)]
 
 
-def _tuning(current: DayStats) -> tune.Tuning:
-    return tune.Tuning(APP, T0, T0, current, 0.0, 0.0, 0, [], True)
+def _tuning(held_out: DayStats) -> tune.Tuning:
+    """A tuning whose policy that ran had ``held_out`` on the held-out part."""
+    return tune.Tuning(
+        APP, T0, T0, held_out, 0.0, 0.0, 0, [], True, held_out_from=T0, current_held_out=held_out
+    )
 
 
-def _candidate(**totals) -> tune.Candidate:
-    return tune.Candidate("c", Policy(), {}, DayStats(**totals), 0.0, 0.0)
+def _candidate(**held_out) -> tune.Candidate:
+    """A candidate with these figures on the held-out part."""
+    figures = DayStats(**held_out)
+    return tune.Candidate("c", Policy(), {}, figures, 0.0, 0.0, held_out=figures)
 
 
 def test_a_candidate_beats_the_policy_that_ran_only_by_more_than_chance():
@@ -131,3 +152,64 @@ def test_with_the_same_searches_regretted_fewer_evictions_beat_the_policy_that_r
     tuning = _tuning(DayStats(regret=40, evictions=10))
     assert tuning.beats_current(_candidate(regret=40, evictions=9))
     assert not tuning.beats_current(_candidate(regret=40, evictions=10))
+
+
+def test_only_the_held_out_part_says_better():
+    """The first part chose the candidate as the lowest of ~90 figures: there its margin
+    is partly luck. However large it is, only the held-out part can call it better."""
+    tuning = _tuning(DayStats(regret=40, evictions=10))
+    lucky = tune.Candidate(
+        "c",
+        Policy(),
+        {},
+        DayStats(regret=10, regret_fewer=30),
+        0.0,
+        0.0,
+        chosen_on=DayStats(regret_fewer=30),
+        held_out=DayStats(regret=40, evictions=10),
+    )
+    assert not tuning.beats_current(lucky)
+    lucky.held_out = DayStats(regret=30, regret_fewer=10, evictions=10)
+    assert tuning.beats_current(lucky)
+
+
+def test_a_window_of_one_day_holds_nothing_out_and_calls_nothing_better():
+    end = make_history(users=("u1",))
+    result = tune.tune(APP, 1, end)
+    assert result.held_out_from is None
+    assert all(not result.beats_current(c) for c in result.best)
+    out = StringIO()
+    call_command("tune", "--app", APP, "--days", "1", "--until", end.isoformat(), stdout=out)
+    assert "nothing held out" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("regrets", "day"),
+    [
+        ([0, 0, 0, 0], 2),  # no regret: the middle day
+        ([1, 1, 1, 1], 2),
+        ([0, 0, 0, 10, 10], 4),  # regret comes late, as caps fill: the cut too
+        ([10, 0, 0, 0], 3),  # at least one day on each side; of equal cuts the latest
+        ([0, 0, 0, 10], 3),
+        ([5], 1),  # one day: nothing held out
+        ([], 0),
+    ],
+)
+def test_the_held_out_part_starts_where_the_policy_that_ran_regrets_evenly(regrets, day):
+    assert tune.held_out_day([DayStats(regret=r) for r in regrets]) == day
+
+
+@pytest.mark.parametrize("information", [True, False])
+def test_no_candidate_changes_what_the_replay_cannot_replay(information):
+    """A preset comes with the app's own information_importance: the replay keeps the
+    importance the policy that ran wrote, so a candidate changing it would be judged
+    as a policy other than the one applied."""
+    Policy.objects.create(app_name=APP, information_importance=information)
+    current = Policy.objects.get(app_name=APP).snapshot()
+    candidates = tune.space(APP)
+    assert {label for label, _ in candidates} >= {"preset article", "preset default"}
+    for _label, policy in candidates:
+        snapshot = policy.snapshot()
+        assert {f: snapshot[f] for f in NOT_REPLAYED} == {f: current[f] for f in NOT_REPLAYED}
+    article = dict(candidates)["preset article"].snapshot()
+    assert (article["w_recency"], article["fresh_start"], article["supersede"]) == (0.4, 1.0, False)

@@ -1,4 +1,5 @@
-"""manage.py tune: the three policies that would have regretted least at no more storage."""
+"""manage.py tune: the three policies that would have regretted least at no more storage
+on the window's first part, each judged on its held-out last part."""
 
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ class Command(BaseCommand):
             f"{cur.evictions}, {result.current_mean_tokens:.0f} tokens held a day on average"
             + ("" if result.exact else " (its replay is NOT exact: figures approximate)")
         )
+        if result.held_out_from is None:
+            w("The window is one day: nothing held out, so no candidate can be called better.")
+        else:
+            w(
+                f"Ranked on the days before {result.held_out_from:%Y-%m-%d}; judged against "
+                f"the policy that ran on the held-out days from then on (regret "
+                f"{result.current_held_out.regret} there)."
+            )
         if not result.best:
             w("No candidate held no more than the policy that ran.")
         for rank, c in enumerate(result.best, start=1):
@@ -52,8 +61,8 @@ class Command(BaseCommand):
                 f"{rank}. {c.label}: regret {c.totals.regret} ({c.totals.regret - cur.regret:+d}), "
                 f"evictions {c.totals.evictions} ({c.totals.evictions - cur.evictions:+d}), "
                 f"{c.mean_tokens:.0f} tokens held a day; change: {changes or 'none'}; "
-                f"searches only it regrets {c.totals.regret_more}, only the policy that ran "
-                f"{c.totals.regret_fewer}: "
+                f"held out: searches only it regrets {c.held_out.regret_more}, only the "
+                f"policy that ran {c.held_out.regret_fewer}: "
                 + ("better" if result.beats_current(c) else "not better beyond chance")
             )
         w("Nothing was applied: change the policy on the Policies page (preview, version, audit).")
