@@ -146,19 +146,37 @@ def test_returned_records_are_whole_with_few_candidates_and_with_many(memory, qu
         ]
 
 
+@pytest.mark.parametrize(("query", "statements"), [("Zurich", 1), ("allergy", 2)])
+def test_few_candidates_come_whole_in_the_one_statement(memory, query, statements):
+    """At most FOLD_CANDIDATES candidates: one statement, no read by id after ranking;
+    more (the 300 allergy records): their whole rows are not read, the ten returned are
+    read by id (PostgreSQL)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the whole rows come in the ranked statement on PostgreSQL only")
+    with CaptureQueriesContext(connection) as queries:
+        assert search.search(APP, USER, query, NOW)
+    assert len(queries) == statements
+
+
 def test_search_leaves_the_planner_settings_of_the_transaction_alone(memory):
-    """The search turns sequential scans off and prices operators higher for its own
-    statement only (PostgreSQL)."""
+    """The search turns sequential scans and JIT off and prices operators higher for its
+    own statement only (PostgreSQL)."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
         pytest.skip("a PostgreSQL planner setting")
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = on")  # inside the test's transaction
+        cursor.execute("SET LOCAL jit = on")
         cursor.execute("SHOW cpu_operator_cost")
         [cost] = cursor.fetchone()
         assert ids("Zurich")
         cursor.execute("SHOW enable_seqscan")
+        assert cursor.fetchone() == ("on",)
+        cursor.execute("SHOW jit")
         assert cursor.fetchone() == ("on",)
         cursor.execute("SHOW cpu_operator_cost")
         assert cursor.fetchone() == (cost,)

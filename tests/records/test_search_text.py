@@ -344,3 +344,39 @@ def test_a_record_by_the_author_the_query_names_scores_author_weight_times_more(
     assert scores[1] == st.AUTHOR_WEIGHT * plain[1] and scores[2] == plain[2]
     assert st.rank(terms, candidates, scope, 10) == [1, 2]
     assert st.rank(terms, [c._replace(named=False) for c in candidates], scope, 10) == [2, 1]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_ranking_database_rows_is_ranking_their_candidates(seed):
+    """``rank_rows`` (what search runs on the database's rows) returns what ``rank``
+    does over a ``Candidate`` of each row: repeated words, named and other authors,
+    expired records, shared shapes and ties in time."""
+    import random
+
+    rng = random.Random(seed)
+    query = "What did Noor say about kiwi allergies and travel insurance?"
+    terms, words = st.query_terms(query), frozenset(st.query_words(query))
+    texts = [
+        "kiwi kiwi allergy",
+        "allergic to kiwi, travel insurance renewed",
+        "insurance insurance insurance",
+        "travelling with allergies",
+        "nothing relevant but kiwi",
+    ]
+    authors = ["Noor", "Ines", "user", ""]
+    rows = []
+    for i in range(rng.randrange(1, 300)):
+        author = rng.choice(authors)
+        tokens = st.index_tokens(rng.choice(texts), author, [("Ines", rng.choice(texts))])
+        rows.append(
+            ("x", i, tokens, rng.choice((5, 10, 20)), rng.randrange(6), rng.random() > 0.1, author)
+        )
+    candidates = [
+        Candidate(i, st.term_counts(t, terms), n, at, live, st.author_named(a, words))
+        for _, i, t, n, at, live, a in rows
+    ]
+    scope = Scope(records=1_000, mean_length=12.0)
+    for limit in (1, 10, 50):
+        assert st.rank_rows(terms, words, rows, scope, limit, at=1) == st.rank(
+            terms, candidates, scope, limit
+        )
