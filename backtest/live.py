@@ -128,12 +128,47 @@ class _Bounds:
         return self._half_lives(t) > MAX_HALF_LIVES
 
 
+class _Memo:
+    """The scores of one policy at one moment, each computed once: an enforcement
+    scores a record in its band, then again each time the pure policy ranks the
+    chosen records, then to key it back. A record's state is immutable, so the same
+    object at the same moment has the same score."""
+
+    def __init__(self, policy: pure.HybridPolicy) -> None:
+        self.policy = policy
+        self.at: datetime | None = None
+        self.known: dict[int | str, tuple[pure.Record, pure.Score]] = {}
+
+    def score(self, r: pure.Record, t: datetime) -> pure.Score:
+        if t is not self.at:
+            self.at, self.known = t, {}
+        hit = self.known.get(r.id)
+        if hit is not None and hit[0] is r:
+            return hit[1]
+        score = self.policy.score(r, t)
+        self.known[r.id] = (r, score)
+        return score
+
+
+class _Scored(pure.HybridPolicy):
+    """``HybridPolicy`` (lowered caps) whose scores come from the memo of the policy
+    with the same scoring values: same records, same moment, same scores."""
+
+    def __init__(self, params: pure.PolicyParams, memo: _Memo) -> None:
+        super().__init__(params)
+        self._memo = memo
+
+    def score(self, r: pure.Record, now: datetime) -> pure.Score:
+        return self._memo.score(r, now)
+
+
 class Live:
     def __init__(self) -> None:
         self.records: dict[int | str, pure.Record] = {}
         self.tokens = 0
         self._params: pure.PolicyParams | None = None
         self._policy: pure.HybridPolicy | None = None  # of _params
+        self._memo: _Memo | None = None  # of _policy
         self._plain: _Bounds | None = None  # scores that fall with recency only
         self._due: _Bounds | None = None  # with a due date: importance may fall too
         self._by_age: list[tuple[datetime, int | str]] = []  # unpinned, by created_at
@@ -164,7 +199,7 @@ class Live:
             self._shared_slots += n == 2
         elif self._params is not None:
             # Keyed under the policy the heaps hold; a change of policy rebuilds them.
-            self._push(r, self._policy.score(r, t), t)  # type: ignore[union-attr]
+            self._push(r, self._memo.score(r, t), t)  # type: ignore[union-attr]
 
     def remove(self, record_id) -> pure.Record | None:
         r = self.records.pop(record_id, None)
@@ -197,7 +232,7 @@ class Live:
             self._rebuild(t, params)
         chosen = {r.id: r for r in expired}
         chosen.update(self._slotted)
-        policy = self._policy  # params'
+        policy = self._memo  # params' scores
         taken: list[int | str] = []  # out of the heaps: back in unless evicted
         scores: dict[int | str, pure.Score] = {}  # of taken records at t, when known
         while True:
@@ -299,7 +334,7 @@ class Live:
         policy = self._inner_cache.get((max_records, max_tokens))
         if policy is None:
             inner = _with_caps(params, max_records, max_tokens)
-            policy = self._inner_cache[(max_records, max_tokens)] = pure.HybridPolicy(inner)
+            policy = self._inner_cache[(max_records, max_tokens)] = _Scored(inner, self._memo)  # type: ignore[arg-type]
         return policy
 
     def _expired(self, t: datetime, params: pure.PolicyParams) -> list[pure.Record]:
@@ -322,9 +357,11 @@ class Live:
         due_hours = params.past_due_half_life_hours
         self._params = params
         self._policy = pure.HybridPolicy(params)
+        self._memo = _Memo(self._policy)
+        self._inner_of = None  # its policies score through the new memo
         self._plain = _Bounds(hours, t)
         self._due = _Bounds(min(hours, due_hours) if due_hours > 0 else hours, t)
-        policy = self._policy
+        policy = self._memo
         for r in self.records.values():
             if not r.slot:
                 self._push(r, policy.score(r, t), t)
