@@ -169,7 +169,7 @@ class Live:
         self._params: pure.PolicyParams | None = None
         self._policy: pure.HybridPolicy | None = None  # of _params
         self._memo: _Memo | None = None  # of _policy
-        self._plain: _Bounds | None = None  # scores that fall with recency only
+        self._plain: _Bounds | None = None  # scores that fall with recency only, above floors
         self._due: _Bounds | None = None  # with a due date: importance may fall too
         self._by_age: list[tuple[datetime, int | str]] = []  # unpinned, by created_at
         self._slotted: dict[int | str, pure.Record] = {}
@@ -234,7 +234,6 @@ class Live:
         chosen.update(self._slotted)
         policy = self._memo  # params' scores
         taken: list[int | str] = []  # out of the heaps: back in unless evicted
-        scores: dict[int | str, pure.Score] = {}  # of taken records at t, when known
         while True:
             answer = self._answer(chosen, t, params)
             if answer is None:  # the caps cannot be met inside: the lowest keys come in
@@ -247,20 +246,18 @@ class Live:
                     taken.append(lowest)
                 continue
             victims, last = answer
-            if not self._score_band(chosen, taken, t, policy, last, scores):
+            if not self._score_band(chosen, taken, t, policy, last):
                 break
         evicted = {v.id for v in victims}
         for i in taken:
             if i not in evicted:
                 r = self.records[i]
-                score = scores.get(i)
-                self._push(r, policy.score(r, t) if score is None else score, t)
+                self._push(r, policy.score(r, t), t)  # the memo's: scored at t already
         return victims
 
-    def _score_band(self, chosen, taken, t, policy, last, scores) -> bool:
+    def _score_band(self, chosen, taken, t, policy, last) -> bool:
         """Score every keyed record whose bound is not above ``last``: those at or
-        below it come into ``chosen`` (their ``scores`` kept), the others go back keyed
-        at ``t``. False: none."""
+        below it come into ``chosen``, the others go back keyed at ``t``. False: none."""
         records = self.records
         band = self._plain.band(records, t, last) + self._due.band(records, t, last)  # type: ignore[union-attr]
         moved = False
@@ -272,7 +269,6 @@ class Live:
             else:
                 chosen[i] = r
                 taken.append(i)
-                scores[i] = score
                 moved = True
         return moved
 
