@@ -137,32 +137,15 @@ def user_histories(
     each user, a batch of users a few queries."""
     for first in range(0, len(user_ids), USER_BATCH):
         batch = list(user_ids[first : first + USER_BATCH])
-        records: dict[str, list[RecordHistory]] = defaultdict(list)
-        # Tuples, not model instances: the read is a large part of a backtest's time.
-        # The content is read only to hash its terms (keyed, as an eviction keeps them):
-        # the regret rule charges the policy that ran and each candidate alike, so it
-        # needs the term hashes of the records still held too. Neither leaves the read.
-        live = MemoryRecord.objects.filter(app_name=app_name, user_id__in=batch).values_list(
-            "user_id", *_RECORD_COLUMNS, "content"
-        )
-        for user_id, *row in _rows(live):
-            id_, created, last, hits, importance, pinned, tokens, due, slot, stated, text = row
-            records[user_id].append(
-                RecordHistory(
-                    id=id_,
-                    created_at=created,
-                    importance=importance,
-                    pinned=pinned,
-                    tokens=tokens,
-                    hits=hits,
-                    last_accessed_at=last,
-                    known_at=now,
-                    due_at=due,
-                    slot=slot or "",
-                    stated_at=stated,
-                    term_hashes=frozenset(access_log.record_hashes(text)),
-                )
-            )
+        searches: dict[str, list[Search]] = defaultdict(list)
+        logged = access_log.SearchLog.objects.filter(
+            app_name=app_name, user_id__in=batch, searched_at__gte=since
+        ).order_by("searched_at", "id")
+        for s in _rows(logged.values_list("user_id", "searched_at", "record_ids", "term_hashes")):
+            searches[s[0]].append(Search(s[1], tuple(_json(s[2])), frozenset(_json(s[3]))))
+        # Only a hash some search has can match: the others are not kept.
+        wanted = {h for found in searches.values() for s in found for h in s.term_hashes}
+        records = _live_records(app_name, batch, now, wanted)
         events = {
             e[0]: e
             for e in EvictionEvent.objects.filter(
@@ -193,17 +176,50 @@ def user_histories(
                     stated_at=stated,
                     removed_at=evicted_at,
                     removed_reason=event[2],
-                    term_hashes=frozenset(_json(hashes)),
+                    term_hashes=frozenset(h for h in _json(hashes) if h in wanted),
                 )
             )
         missing: dict[str, int] = defaultdict(int)
         for event in events.values():  # evicted before the history was kept
             missing[event[1]] += 1
-        searches: dict[str, list[Search]] = defaultdict(list)
-        logged = access_log.SearchLog.objects.filter(
-            app_name=app_name, user_id__in=batch, searched_at__gte=since
-        ).order_by("searched_at", "id")
-        for s in _rows(logged.values_list("user_id", "searched_at", "record_ids", "term_hashes")):
-            searches[s[0]].append(Search(s[1], tuple(_json(s[2])), frozenset(_json(s[3]))))
         for user_id in batch:
             yield user_id, records[user_id], searches[user_id], missing[user_id]
+
+
+def _live_records(
+    app_name: str, batch: list[str], now: datetime, wanted: set[str]
+) -> dict[str, list[RecordHistory]]:
+    """The batch's live records, with the hashes of their terms that are in ``wanted``.
+
+    Tuples, not model instances: the read is a large part of a backtest's time. The
+    content is read only to hash its terms (keyed, as an eviction keeps them): the
+    regret rule charges the policy that ran and each candidate alike, so it needs the
+    term hashes of the records still held too. Neither the text nor the term -> hash
+    memo (most terms recur across a batch: hashing was a seventh of a backtest) leaves
+    this call.
+    """
+    records: dict[str, list[RecordHistory]] = defaultdict(list)
+    known: dict[str, str] = {}
+    live = MemoryRecord.objects.filter(app_name=app_name, user_id__in=batch).values_list(
+        "user_id", *_RECORD_COLUMNS, "content"
+    )
+    for user_id, *row in _rows(live):
+        id_, created, last, hits, importance, pinned, tokens, due, slot, stated, text = row
+        hashes = access_log.record_hashes(text, known)
+        records[user_id].append(
+            RecordHistory(
+                id=id_,
+                created_at=created,
+                importance=importance,
+                pinned=pinned,
+                tokens=tokens,
+                hits=hits,
+                last_accessed_at=last,
+                known_at=now,
+                due_at=due,
+                slot=slot or "",
+                stated_at=stated,
+                term_hashes=frozenset(h for h in hashes if h in wanted),
+            )
+        )
+    return records

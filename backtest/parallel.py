@@ -10,7 +10,7 @@ totals and counts (``replay.UserFigures``); they never touch the database.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from .replay import RecordHistory, Schedule, Search, UserFigures, replay_histories
@@ -68,7 +68,21 @@ class Replayer:
             self.pool = None
         _JOB = None
 
+    @property
+    def overlaps(self) -> bool:
+        """Whether ``submit`` returns before the replays are done (a pool)."""
+        return self.pool is not None
+
     def map(self, items: list) -> list[UserFigures]:
+        return self.submit(items)()
+
+    def submit(self, items: list) -> Callable[[], list[UserFigures]]:
+        """Start replaying ``items``; the call returned waits for their figures. With a
+        pool the children replay while the caller reads the next batch."""
         if self.pool is None:
-            return [_replay(item) for item in items]
-        return self.pool.map(_replay, items, chunksize=max(1, len(items) // (4 * self.workers)))
+            done = [_replay(item) for item in items]
+            return lambda: done
+        job = self.pool.map_async(
+            _replay, items, chunksize=max(1, len(items) // (4 * self.workers))
+        )
+        return job.get

@@ -153,14 +153,21 @@ class Prepared:
     # policy changes it, else None; the record; touches after the start; the last touch
     # before it).
     initial: list[tuple[pure.Record | None, RecordHistory, int, datetime | None]]
-    writes: dict[datetime, list[RecordHistory]]
-    removals: dict[datetime, list[RecordHistory]]
-    enforce_at: frozenset[datetime]
-    # Each search in the window with the ids of the records written before it whose
+    # In time order, each moment something happens: (moment, its day in the window,
+    # records removed whatever the policy, records written, whether the system enforced,
+    # searches). Each search comes with the ids of the records written before it whose
     # term hashes match its terms (what any policy that evicted one regrets), and those
     # of them the real policy had evicted by then (what a policy that kept one saved).
-    by_moment: dict[datetime, list[tuple[Search, tuple[int, ...], tuple[int, ...]]]]
-    moments: list[datetime]
+    steps: list[
+        tuple[
+            datetime,
+            int,
+            list[RecordHistory],
+            list[RecordHistory],
+            bool,
+            list[tuple[Search, tuple[int, ...], tuple[int, ...]]],
+        ]
+    ]
 
 
 def prepare(
@@ -212,10 +219,19 @@ def prepare(
                 if r.removed_reason in REGRET_REASONS and r.removed_at < s.at  # type: ignore[operator]
             )
             by_moment[s.at].append((s, tuple(r.id for r in matched), really))
-    moments = sorted(set(writes) | set(removals) | enforce_at | set(by_moment))
-    return Prepared(
-        start, end, touches, initial, writes, removals, frozenset(enforce_at), by_moment, moments
-    )
+    n_days = window_days(start, end)
+    steps = [
+        (
+            t,
+            min((t - start) // ONE_DAY, n_days - 1),
+            removals.get(t, []),
+            writes.get(t, []),
+            t in enforce_at,
+            by_moment.get(t, []),
+        )
+        for t in sorted(set(writes) | set(removals) | enforce_at | set(by_moment))
+    ]
+    return Prepared(start, end, touches, initial, steps)
 
 
 def replay_prepared(
@@ -229,59 +245,55 @@ def replay_prepared(
     at_start = schedule.at(start)
     for entry in prep.initial:
         live.add(_initial_state(entry, schedule), start, at_start)
-    writes, removals, enforce_at, by_moment = (
-        prep.writes,
-        prep.removals,
-        prep.enforce_at,
-        prep.by_moment,
-    )
+    # One policy for the whole window (every candidate): no look-up per moment.
+    fixed = at_start if len(schedule.changes) == 1 else None
     n_days = window_days(start, end)
     days = [DayStats() for _ in range(n_days)]
     result = UserResult(days)
     evicted = result.evicted
+    regretted_flags = result.regretted
     evicted_reason: dict[int, str] = {}
-    next_day = 0
+    held = live.records
+    next_day = 0  # days before it are closed: their records and tokens taken
 
-    def close_days_until(moment: datetime) -> None:
-        nonlocal next_day
-        while next_day < n_days and start + (next_day + 1) * ONE_DAY <= moment:
-            days[next_day].records, days[next_day].tokens = len(live), live.tokens
+    for t, d, removed, written, enforced, found in prep.steps:
+        while next_day < d:  # a day closes at its end: before anything at that moment
+            days[next_day].records, days[next_day].tokens = len(held), live.tokens
             next_day += 1
-
-    for t in prep.moments:
-        close_days_until(t)
-        day = days[min((t - start) // ONE_DAY, n_days - 1)]
-        for r in removals.get(t, ()):
+        day = days[d]
+        for r in removed:
             live.remove(r.id)
-        params = schedule.at(t)
-        for r in writes.get(t, ()):
+        params = schedule.at(t) if fixed is None else fixed
+        for r in written:
             if r.as_it_stands:
                 live.add(_state_at(r, t, touches.get(r.id, ()), schedule), t, params)
             else:
                 live.add(_fresh(r, params), t, params)
-        if t in enforce_at:
+        if enforced:
             for v in live.victims(t, params):
                 live.remove(v.id)
                 evicted[v.id] = t
                 evicted_reason[v.id] = v.reason
                 day.evictions += 1
-        for s, matched, really in by_moment.get(t, ()):
+        for s, matched, really in found:
             day.searches += 1
             # A record superseded meanwhile is no loss: its slot's newer statement answers.
             day.lost += any(evicted_reason.get(i) in REGRET_REASONS for i in s.record_ids)
-            day.saved += any(i in live for i in really)
+            day.saved += any(i in held for i in really)
             regretted = any(evicted_reason.get(i) in REGRET_REASONS for i in matched)
             day.regret += regretted
             if paired is not None:
-                other = paired[len(result.regretted)]
+                other = paired[len(regretted_flags)]
                 day.regret_fewer += other and not regretted
                 day.regret_more += regretted and not other
-            result.regretted.append(regretted)
+            regretted_flags.append(regretted)
             for i in s.record_ids:
-                r = live.get(i)
+                r = held.get(i)
                 if r is not None:
                     live.replace(_touched(r, t))
-    close_days_until(end)
+    while next_day < n_days and start + (next_day + 1) * ONE_DAY <= end:
+        days[next_day].records, days[next_day].tokens = len(held), live.tokens
+        next_day += 1
     return result
 
 

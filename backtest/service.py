@@ -218,9 +218,24 @@ def replay(
     users = history.users(app_name, start) if user_ids is None else list(user_ids)
     since = now - access_log.retention()
     done = 0
-    with parallel.Replayer(real, proposed, start, end, workers) as replayer:
+
+    def batches_replayed():
+        """Each batch with its figures. With more than one process, the next batch is
+        read while the children replay this one (two batches held at most)."""
+        pending = None
         for batch in _batches(history.user_histories(app_name, users, start, since, now)):
-            figures = replayer.map([(records, searches) for _u, records, searches, _m in batch])
+            job = replayer.submit([(records, searches) for _u, records, searches, _m in batch])
+            if pending is not None:
+                yield pending[0], pending[1]()
+            pending = (batch, job)
+            if not replayer.overlaps:  # replayed already: hold one batch only
+                yield pending[0], pending[1]()
+                pending = None
+        if pending is not None:
+            yield pending[0], pending[1]()
+
+    with parallel.Replayer(real, proposed, start, end, workers) as replayer:
+        for batch, figures in batches_replayed():
             for (_user, _records, _searches, missing), user in zip(batch, figures, strict=True):
                 for total, day in zip(current, user.current, strict=True):
                     total.add(day)
@@ -248,8 +263,10 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _batches(items: Iterator, size: int = history.USER_BATCH) -> Iterator[list]:
-    """``items`` in lists of ``size``: what one read of the history holds at a time."""
+def _batches(items: Iterator, size: int | None = None) -> Iterator[list]:
+    """``items`` in lists of ``size`` (``history.USER_BATCH``): what one read of the
+    history holds at a time."""
+    size = size or history.USER_BATCH
     batch = []
     for item in items:
         batch.append(item)

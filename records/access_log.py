@@ -126,9 +126,20 @@ def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:
     return len(rows)
 
 
-def record_hashes(content: str) -> list[str]:
-    """The keyed hashes of a record's terms, as ``feedback.remember_evicted`` keeps them."""
-    return list(dict.fromkeys(feedback.term_hash(t) for t in feedback._terms(content)))
+def record_hashes(content: str, known: dict[str, str] | None = None) -> list[str]:
+    """The keyed hashes of a record's terms, as ``feedback.remember_evicted`` keeps them.
+    ``known``: term -> hash, filled as it goes, for a caller hashing many records at
+    once (the backtest's read); the caller drops it with the records' text."""
+    terms = dict.fromkeys(feedback._terms(content))
+    if known is None:
+        return list(dict.fromkeys(feedback.term_hash(t) for t in terms))
+    out = []
+    for t in terms:
+        h = known.get(t)
+        if h is None:
+            h = known[t] = feedback.term_hash(t)
+        out.append(h)
+    return list(dict.fromkeys(out))
 
 
 def prune(now: datetime) -> int:

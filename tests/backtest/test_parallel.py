@@ -26,6 +26,18 @@ def test_two_processes_give_the_same_report_as_one():
     assert one.totals()[1].regret != one.totals()[0].regret  # the candidate differs
 
 
+def test_batches_read_while_the_children_replay_give_the_same_report(monkeypatch):
+    from backtest import history
+
+    end = make_history(users=("u1", "u2", "u3"))
+    candidate = service.candidate_policy(APP, values={"max_records": "3"})
+    one = service.run(APP, 5, candidate, end, workers=1)
+    monkeypatch.setattr(history, "USER_BATCH", 1)  # three batches, each read during a replay
+    done = []
+    two = service.run(APP, 5, candidate, end, workers=2, progress=lambda d, t: done.append(d))
+    assert two.as_json() == one.as_json() and done == [1, 2, 3]
+
+
 def test_the_tuner_on_two_processes_picks_the_same_candidates():
     end = make_history(users=("u1", "u2"))
     one, two = (tune.tune(APP, 5, end, workers=n) for n in (1, 2))
