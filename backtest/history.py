@@ -11,6 +11,8 @@ from django.db import connection
 from django.db.models import Min, QuerySet
 
 from records import access_log
+from records.extract import INFORMATION_RULE, follows_information
+from records.information import information_importance
 from records.models import (
     POLICY_FIELDS,
     POLICY_RECORD_FIELDS,
@@ -40,6 +42,8 @@ _EVICTED_COLUMNS = (
     "slot",
     "stated_at",
     "term_hashes",
+    "information",
+    "informed",
 )
 
 
@@ -157,7 +161,7 @@ def user_histories(
         ).values_list(*_EVICTED_COLUMNS)
         for row in _rows(kept):
             (record_id, user_id, evicted_at, created, last, hits, importance, pinned, due, slot,
-             stated, hashes) = row  # fmt: skip
+             stated, hashes, information, informed) = row  # fmt: skip
             event = events.pop(record_id, None)
             if event is None:
                 continue  # erased meanwhile, or never logged: nothing to replay
@@ -177,6 +181,8 @@ def user_histories(
                     removed_at=evicted_at,
                     removed_reason=event[2],
                     term_hashes=frozenset(h for h in _json(hashes) if h in wanted),
+                    information=information,
+                    informed=informed,
                 )
             )
         missing: dict[str, int] = defaultdict(int)
@@ -192,7 +198,8 @@ def _live_records(
     """The batch's live records, with the hashes of their terms that are in ``wanted``.
 
     Tuples, not model instances: the read is a large part of a backtest's time. The
-    content is read only to hash its terms (keyed, as an eviction keeps them): the
+    content is read only to hash its terms (keyed, as an eviction keeps them) and score its
+    information (``RecordHistory.information``): the
     regret rule charges the policy that ran and each candidate alike, so it needs the
     term hashes of the records still held too. Neither the text nor the term -> hash
     memo (most terms recur across a batch: hashing was a seventh of a backtest) leaves
@@ -201,11 +208,13 @@ def _live_records(
     records: dict[str, list[RecordHistory]] = defaultdict(list)
     known: dict[str, str] = {}
     live = MemoryRecord.objects.filter(app_name=app_name, user_id__in=batch).values_list(
-        "user_id", *_RECORD_COLUMNS, "content"
+        "user_id", *_RECORD_COLUMNS, "content", "importance_source", "importance_rule"
     )
     for user_id, *row in _rows(live):
-        id_, created, last, hits, importance, pinned, tokens, due, slot, stated, text = row
+        (id_, created, last, hits, importance, pinned, tokens, due, slot, stated, text, source,
+         rule) = row  # fmt: skip
         hashes = access_log.record_hashes(text, known)
+        follows = follows_information(source, rule)
         records[user_id].append(
             RecordHistory(
                 id=id_,
@@ -220,6 +229,9 @@ def _live_records(
                 slot=slot or "",
                 stated_at=stated,
                 term_hashes=frozenset(h for h in hashes if h in wanted),
+                # As an eviction keeps it (records.models.EvictedRecord.information).
+                information=information_importance(text) if follows else None,
+                informed=follows and rule == INFORMATION_RULE,
             )
         )
     return records

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from records import policy as pure
+from records.rules import UNMATCHED_IMPORTANCE
 
 from .live import Live
 
@@ -39,11 +40,6 @@ POLICY_REASONS = frozenset({pure.EXPIRED, pure.RECORD_CAP, pure.TOKEN_CAP, pure.
 REGRET_REASONS = frozenset({pure.EXPIRED, pure.RECORD_CAP, pure.TOKEN_CAP})
 # records.feedback.REGRET_MIN_MATCH: the live check's threshold.
 MIN_MATCH = 2
-# Policy fields the replay cannot replay a change of: ``information_importance`` sets a
-# record's importance from its content when it is written, and the history keeps no
-# content of an evicted record, so every record keeps the importance the policy that
-# ran gave it.
-NOT_REPLAYED = frozenset({"information_importance"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +63,12 @@ class RecordHistory:
     term_hashes: frozenset[str] = frozenset()
     # Written or touched outside the services (``explained``): replayed as it stands.
     as_it_stands: bool = False
+    # When the policy's information_importance set its importance (no rule did): its
+    # content's information score, and whether ``importance`` is that score (written
+    # with the setting on). None: the setting did not decide it, or an eviction kept
+    # before the history had the score; it keeps ``importance`` under any policy.
+    information: float | None = None
+    informed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +193,11 @@ def prepare(
             later = sum(1 for at in touched if start < at <= r.known_at)
             before = max((at for at in touched if at <= start), default=None)
             fixed = r.last_accessed_at <= start or not later
-            state = _record(r, r.last_accessed_at, max(0, r.hits - later)) if fixed else None
+            state = (
+                _record(r, r.last_accessed_at, max(0, r.hits - later), r.importance)
+                if fixed
+                else None
+            )
             initial.append((state, r, later, before))
         else:
             writes[r.created_at].append(r)
@@ -384,13 +390,23 @@ class _Matcher:
         return sorted(hits, key=lambda r: (r.created_at, r.id))
 
 
+def _importance(r: RecordHistory, written_under: pure.PolicyParams) -> float:
+    """The importance ``r`` is written with under ``written_under``: its own, unless the
+    policy's ``information_importance`` set it and ``written_under`` has the other
+    setting; then what ``records.extract.unmatched_importance`` gives with that setting
+    (the information score when on, the unmatched default when off)."""
+    if r.information is None or written_under.information_importance == r.informed:
+        return r.importance
+    return r.information if written_under.information_importance else UNMATCHED_IMPORTANCE
+
+
 def _fresh(r: RecordHistory, params: pure.PolicyParams) -> pure.Record:
     return pure.Record(
         id=r.id,
         created_at=r.created_at,
         last_accessed_at=pure.fresh_last_accessed(r.created_at, params),
         hits=0,
-        importance=r.importance,
+        importance=_importance(r, params),
         pinned=r.pinned,
         tokens=r.tokens,
         due_at=r.due_at,
@@ -417,7 +433,7 @@ def _state_at(
         created_at=r.created_at,
         last_accessed_at=last,
         hits=max(0, r.hits - later),
-        importance=r.importance,
+        importance=_importance(r, schedule.at(r.created_at)),
         pinned=r.pinned,
         tokens=r.tokens,
         due_at=r.due_at,
@@ -429,21 +445,26 @@ def _state_at(
 def _initial_state(entry, schedule: Schedule) -> pure.Record:
     """``_state_at(r, start, touches, schedule)`` from what ``prepare`` kept of it."""
     state, r, later, before = entry
+    written_under = schedule.at(r.created_at)
     if state is not None:
-        return state
-    last = pure.fresh_last_accessed(r.created_at, schedule.at(r.created_at))
+        if r.information is None:
+            return state
+        return _record(r, state.last_accessed_at, state.hits, _importance(r, written_under))
+    last = pure.fresh_last_accessed(r.created_at, written_under)
     if before is not None and before > last:
         last = before
-    return _record(r, last, max(0, r.hits - later))
+    return _record(r, last, max(0, r.hits - later), _importance(r, written_under))
 
 
-def _record(r: RecordHistory, last_accessed_at: datetime, hits: int) -> pure.Record:
+def _record(
+    r: RecordHistory, last_accessed_at: datetime, hits: int, importance: float
+) -> pure.Record:
     return pure.Record(
         r.id,
         r.created_at,
         last_accessed_at,
         hits,
-        r.importance,
+        importance,
         r.pinned,
         r.tokens,
         r.due_at,

@@ -31,7 +31,7 @@ from records.models import Policy, preset_values
 from records.policy import PRESETS
 
 from . import history, service
-from .replay import NOT_REPLAYED, ONE_DAY, DayStats
+from .replay import ONE_DAY, DayStats
 
 WEIGHT_STEP = 0.25
 HALF_LIVES_HOURS = (7 * 24.0, 30 * 24.0, 90 * 24.0)
@@ -137,17 +137,12 @@ def simplex(step: float = WEIGHT_STEP) -> list[tuple[float, float, float]]:
 def space(app_name: str) -> list[tuple[str, Policy]]:
     """(label, candidate) for every point of the space, each validated as a change.
 
-    No candidate changes a field the replay cannot replay (``replay.NOT_REPLAYED``): a
-    preset comes with the app's own values of those, since its figures would be of
-    another policy than the one applied (measured: the article preset, replayed with
-    the default's importances, regretted least from the default at 100 records and
-    answered 12 points fewer later; docs/backtest.md).
+    A preset comes whole, its ``information_importance`` included: the replay gives each
+    record the importance that setting would have written (``replay._importance``).
     """
-    current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
-    kept = {f: str(getattr(current, f)) for f in NOT_REPLAYED}
     out = []
     for name in sorted(PRESETS):
-        values = {**preset_values(name), **kept}
+        values = preset_values(name)
         out.append((f"preset {name}", service.candidate_policy(app_name, values=values)))
     for wr, wf, wi in simplex():
         for half_life in HALF_LIVES_HOURS:

@@ -20,6 +20,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from . import erasure_guard, feedback, search_text
+from .extract import INFORMATION_RULE, follows_information
+from .information import information_importance
 from .models import EvictedRecord, MemoryRecord, SearchLog
 
 log = logging.getLogger(__name__)
@@ -104,7 +106,10 @@ def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:
             "due_at",
             "slot",
             "entry_timestamp",
+            "importance_source",
+            "importance_rule",
         ):
+            follows = follows_information(r.importance_source, r.importance_rule)
             rows.append(
                 EvictedRecord(
                     record_id=r.id,
@@ -120,6 +125,8 @@ def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:
                     slot=r.slot or "",
                     stated_at=r.entry_timestamp,
                     term_hashes=record_hashes(r.content),
+                    information=information_importance(r.content) if follows else None,
+                    informed=follows and r.importance_rule == INFORMATION_RULE,
                 )
             )
     EvictedRecord.objects.bulk_create(rows, batch_size=1000)

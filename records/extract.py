@@ -202,6 +202,13 @@ class Extractor:
 INFORMATION_RULE = "information"
 
 
+def follows_information(source: str, rule: str) -> bool:
+    """Whether a record's importance is ``unmatched_importance``'s, so the policy's
+    ``information_importance`` set it (no rule, classifier, caller or staff did). In SQL:
+    ``records.store._pg_evict``."""
+    return source == ImportanceSource.DEFAULT and rule in ("", INFORMATION_RULE)
+
+
 def unmatched_importance(text: str, *, information: bool) -> tuple[float, str, str]:
     """(importance, source, rule) of text no rule matches and no classifier scored."""
     if information:

@@ -33,8 +33,9 @@ from . import (
 from . import policy as pure
 from .config_cache import AppConfig, active_rules
 from .erasure_guard import subject_lock_key
-from .extract import Candidate, Extractor
+from .extract import INFORMATION_RULE, Candidate, Extractor
 from .ids import check_scope
+from .information import information_importance
 from .locks import acquire_user_lock, user_lock, user_lock_key
 from .models import (
     POLICY_RECORD_FIELDS,
@@ -586,6 +587,7 @@ def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) 
             "k": v.dedupe_key,
             "n": v.superseded_by,
             "h": access_log.record_hashes(contents[v.id]) if v.id in contents else None,
+            "inf": information_importance(contents[v.id]) if v.id in contents else None,
             "g": (reason or v.reason) in REGRET_REASONS,
         }
         for v in victims
@@ -594,11 +596,15 @@ def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) 
         WITH v AS MATERIALIZED (
             SELECT * FROM jsonb_to_recordset(%(victims)s::jsonb)
                 AS v(id bigint, u text, reason text, r float8, f float8, i float8, s float8,
-                     t integer, k text, n bigint, h jsonb, g boolean)
+                     t integer, k text, n bigint, h jsonb, inf float8, g boolean)
         ), gone AS (
             DELETE FROM {MemoryRecord._meta.db_table} WHERE id IN (SELECT id FROM v)
             RETURNING id, user_id, created_at, last_accessed_at, hits, importance, pinned,
-                      due_at, slot, entry_timestamp
+                      due_at, slot, entry_timestamp,
+                      -- records.extract.follows_information
+                      importance_source = '{ImportanceSource.DEFAULT.value}'
+                          AND importance_rule IN ('', '{INFORMATION_RULE}') AS follows,
+                      importance_rule = '{INFORMATION_RULE}' AS informed
         ), events AS (
             INSERT INTO {EvictionEvent._meta.db_table} (record_id, app_name, user_id, reason,
                 recency, frequency, importance, score, tokens, policy_version, run_id,
@@ -609,10 +615,11 @@ def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) 
         ), replay AS (
             INSERT INTO {EvictedRecord._meta.db_table} (record_id, app_name, user_id,
                 evicted_at, created_at, last_accessed_at, hits, importance, pinned, due_at,
-                slot, stated_at, term_hashes)
+                slot, stated_at, term_hashes, information, informed)
             SELECT g.id, %(app)s, g.user_id, %(now)s, g.created_at, g.last_accessed_at, g.hits,
                    g.importance, g.pinned, g.due_at, COALESCE(g.slot, ''), g.entry_timestamp,
-                   COALESCE(v.h, '[]'::jsonb)
+                   COALESCE(v.h, '[]'::jsonb), CASE WHEN g.follows THEN v.inf END,
+                   g.follows AND g.informed
             FROM gone g JOIN v ON v.id = g.id
         ), regret AS (
             INSERT INTO {RegretTerm._meta.db_table} (app_name, user_id, record_id, term_hash,

@@ -47,6 +47,13 @@ class EvictedRecord(models.Model):
     slot = models.CharField(max_length=32, blank=True)
     stated_at = models.DateTimeField(null=True, blank=True)
     term_hashes = models.JSONField(default=list)
+    # When no rule, classifier, caller or staff set its importance, the policy's
+    # information_importance did (records.extract.follows_information): the information
+    # score of its content (a number, no content), and whether its importance is that
+    # score (written with the setting on) rather than the unmatched default. Lets a
+    # backtest replay a candidate with the other setting. NULL / False otherwise.
+    information = models.FloatField(null=True, blank=True)
+    informed = models.BooleanField(default=False)
 
     class Meta:
         app_label = "records"

@@ -88,3 +88,34 @@ def test_the_prune_task_is_scheduled_daily():
 
     tasks = {s["task"]: s for s in SCHEDULES.values()}
     assert "crontab" in tasks["backtest.tasks.prune_access_history"]
+
+
+@pytest.mark.parametrize("information", [True, False])
+def test_an_eviction_keeps_the_information_score_of_a_record_no_rule_decided(information):
+    from records.information import information_importance
+    from records.models import Policy
+
+    Policy.objects.create(app_name=APP, max_records=1, information_importance=information)
+    texts = ["We watched the sunset over Lisbon harbour with Anna", "Later we walked home"]
+    write("u1", texts[0], T0)
+    first = MemoryRecord.objects.get()
+    assert first.importance_source == "default"
+    assert first.importance_rule == ("information" if information else "")
+    write("u1", texts[1], T0 + HOUR)
+
+    kept = EvictedRecord.objects.get()
+    said = texts[0] if kept.record_id == first.id else texts[1]
+    assert kept.information == information_importance(said)  # a number, not the text
+    assert kept.informed is information
+
+
+def test_an_eviction_keeps_no_information_score_when_staff_set_the_importance():
+    from records.models import Policy
+
+    Policy.objects.create(app_name=APP, max_records=1)
+    write("u1", "We watched the sunset over Lisbon harbour with Anna", T0)
+    MemoryRecord.objects.update(importance_source="staff", importance=0.01)
+    write("u1", "Later we walked home along the river", T0 + HOUR)
+
+    kept = EvictedRecord.objects.get()
+    assert (kept.importance, kept.information, kept.informed) == (0.01, None, False)

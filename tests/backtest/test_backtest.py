@@ -180,6 +180,30 @@ def test_held_records_are_read_with_the_term_hashes_their_eviction_keeps():
     assert any(evicted.values())
 
 
+def test_records_are_read_with_the_information_score_an_eviction_keeps():
+    """What a candidate's information_importance would have written: the score of a
+    record no rule decided, live (from its content) or evicted (as the eviction kept it)."""
+    from backtest import history
+    from records.extract import follows_information
+    from records.information import information_importance
+    from records.models import EvictedRecord, MemoryRecord
+
+    end = make_history(users=("u1",))
+    [(_, records, _, _)] = history.user_histories(APP, ["u1"], T0, T0, end)
+    read = {r.id: (r.information, r.informed) for r in records}
+    scored = 0
+    for record in MemoryRecord.objects.all():
+        if follows_information(record.importance_source, record.importance_rule):
+            expected = (information_importance(record.content), record.importance_rule != "")
+            scored += 1
+        else:
+            expected = (None, False)
+        assert read[record.id] == expected
+    assert scored
+    kept = EvictedRecord.objects.values_list("record_id", "information", "informed")
+    assert kept and all(read[i] == (information, informed) for i, information, informed in kept)
+
+
 def test_the_regret_of_the_policy_that_ran_is_the_live_regret_checks():
     """Replayed, the policy that ran regrets the searches the live check counted."""
     from django.db.models import Sum

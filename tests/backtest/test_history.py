@@ -26,7 +26,7 @@ def test_the_read_gives_the_orms_rows_with_utc_timestamps():
             access_log.EvictedRecord.objects.filter(app_name=APP).values_list(
                 *history._EVICTED_COLUMNS
             ),
-            (len(history._EVICTED_COLUMNS) - 1,),
+            (history._EVICTED_COLUMNS.index("term_hashes"),),
         ),
         (
             access_log.SearchLog.objects.filter(app_name=APP)

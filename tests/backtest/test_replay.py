@@ -230,3 +230,28 @@ def test_a_live_records_term_hashes_make_its_eviction_regrettable():
     candidate = Schedule.fixed(BY_IMPORTANCE)
     assert replay_user(history, searches, candidate, T0, END).days[0].regret == 1
     assert replay_user(without, searches, candidate, T0, END).days[0].regret == 0
+
+
+def test_a_candidate_s_information_setting_rewrites_the_importances_it_decided():
+    # Record 1's importance is its information score (written with the setting on);
+    # record 2's came from a rule; record 3 (the third write) brings the cap of 2.
+    informed = replace(written(1, T0), importance=0.4, information=0.4, informed=True)
+    ruled = replace(written(2, T0 + HOUR), importance=0.25)
+    third = replace(written(3, T0 + 2 * HOUR), importance=0.9)
+    records = explained([informed, ruled, third], [], SCHEDULE)
+    on = replay_user(records, [], SCHEDULE, T0, END)
+    assert sorted(on.evicted) == [2]  # 0.25 below the informed 0.4
+    off = Schedule.fixed(replace(PARAMS, information_importance=False))
+    assert sorted(replay_user(records, [], off, T0, END).evicted) == [1]  # 0.2, the default
+
+
+def test_the_setting_that_wrote_an_importance_replays_it_as_stored():
+    # Written with the setting off: the unmatched default, whatever the score would be;
+    # before the window too (its state at the start).
+    unmatched = replace(written(1, T0 - HOUR), importance=0.2, information=0.45, informed=False)
+    off = replace(PARAMS, information_importance=False)
+    assert _initial_state((None, unmatched, 0, None), Schedule.fixed(off)).importance == 0.2
+    assert _initial_state((None, unmatched, 0, None), SCHEDULE).importance == 0.45
+    assert _state_at(unmatched, T0, (), Schedule.fixed(off)).importance == 0.2
+    without_score = replace(unmatched, information=None)  # kept before the score was
+    assert _state_at(without_score, T0, (), SCHEDULE).importance == 0.2
