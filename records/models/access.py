@@ -53,7 +53,7 @@ class EvictedRecord(models.Model):
     # score (written with the setting on) rather than the unmatched default. Lets a
     # backtest replay a candidate with the other setting. NULL / False otherwise.
     information = models.FloatField(null=True, blank=True)
-    informed = models.BooleanField(default=False)
+    informed = models.BooleanField(default=False, db_default=False)  # older writers omit it
 
     class Meta:
         app_label = "records"
