@@ -11,8 +11,6 @@ from django.db import connection
 from django.db.models import Min, QuerySet
 
 from records import access_log
-from records.extract import INFORMATION_RULE, follows_information
-from records.information import information_importance
 from records.models import (
     POLICY_FIELDS,
     POLICY_RECORD_FIELDS,
@@ -214,7 +212,7 @@ def _live_records(
         (id_, created, last, hits, importance, pinned, tokens, due, slot, stated, text, source,
          rule) = row  # fmt: skip
         hashes = access_log.record_hashes(text, known)
-        follows = follows_information(source, rule)
+        information, informed = access_log.information_kept(text, source, rule)
         records[user_id].append(
             RecordHistory(
                 id=id_,
@@ -230,8 +228,8 @@ def _live_records(
                 stated_at=stated,
                 term_hashes=frozenset(h for h in hashes if h in wanted),
                 # As an eviction keeps it (records.models.EvictedRecord.information).
-                information=information_importance(text) if follows else None,
-                informed=follows and rule == INFORMATION_RULE,
+                information=information,
+                informed=informed,
             )
         )
     return records

@@ -109,7 +109,9 @@ def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:
             "importance_source",
             "importance_rule",
         ):
-            follows = follows_information(r.importance_source, r.importance_rule)
+            information, informed = information_kept(
+                r.content, r.importance_source, r.importance_rule
+            )
             rows.append(
                 EvictedRecord(
                     record_id=r.id,
@@ -125,12 +127,22 @@ def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:
                     slot=r.slot or "",
                     stated_at=r.entry_timestamp,
                     term_hashes=record_hashes(r.content),
-                    information=information_importance(r.content) if follows else None,
-                    informed=follows and r.importance_rule == INFORMATION_RULE,
+                    information=information,
+                    informed=informed,
                 )
             )
     EvictedRecord.objects.bulk_create(rows, batch_size=1000)
     return len(rows)
+
+
+def information_kept(content: str, source: str, rule: str) -> tuple[float | None, bool]:
+    """(``EvictedRecord.information``, ``informed``) of a record: the information score of
+    its content when the policy's information_importance set its importance
+    (``extract.follows_information``; in SQL: ``store._pg_evict``), and whether its
+    importance is that score; else (None, False). A number, never the content."""
+    if not follows_information(source, rule):
+        return None, False
+    return information_importance(content), rule == INFORMATION_RULE
 
 
 def record_hashes(content: str, known: dict[str, str] | None = None) -> list[str]:
