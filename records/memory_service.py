@@ -120,9 +120,16 @@ def recalled_ids(app_name: str, user_id: str, memories: Sequence[MemoryEntry]) -
     return out
 
 
-def search_entries(app_name: str, user_id: str, query: str, now: datetime) -> list[MemoryEntry]:
+def search_entries(
+    app_name: str, user_id: str, query: str, now: datetime, *, note_later: bool = False
+) -> list[MemoryEntry]:
+    """The user's memories for ``query``, touched and logged (``search.note``); with
+    ``note_later`` those writes may run after the answer (``search.note_after_answer``)."""
     found = search.find(app_name, user_id, query, now)
-    search.note(app_name, user_id, found, now)
+    if note_later:
+        search.note_after_answer(app_name, user_id, found, now)
+    else:
+        search.note(app_name, user_id, found, now)
     return [to_memory_entry(r) for r in found.records]
 
 
@@ -213,7 +220,10 @@ class EvictingMemoryService(BaseMemoryService):
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str
     ) -> SearchMemoryResponse:
-        entries = await sync_to_async(search_entries)(app_name, user_id, query, self.now())
+        # The agent's turn does not wait for the search's touch (``records.later``).
+        entries = await sync_to_async(search_entries)(
+            app_name, user_id, query, self.now(), note_later=True
+        )
         return SearchMemoryResponse(memories=entries)
 
     @override

@@ -19,12 +19,12 @@ from django.db import connection
 
 from memadmin import counters
 
-from . import access_log, embeddings, feedback, one_trip, policy_sql, search_text
+from . import access_log, embeddings, feedback, later, one_trip, policy_sql, search_text
 from . import policy as pure
 from .ids import check_scope
 from .models import MemoryRecord, UserMemoryStats
 from .policies import policy_for
-from .touches import record_search, record_touches
+from .touches import buffering, record_search, record_touches
 
 log = logging.getLogger(__name__)
 
@@ -298,6 +298,17 @@ def count_search(app_name: str, regret: bool, now: datetime) -> None:
 
 def _counts(regret: bool) -> dict[str, int]:
     return {feedback.SEARCHES: 1, feedback.REGRET_HITS: int(regret)}
+
+
+def note_after_answer(app_name: str, user_id: str, found: Found, now: datetime) -> None:
+    """``note``, off the caller's path where it is one Redis round trip: with the touch
+    buffer it runs on the background thread (``records.later``), so the answer does not
+    wait for it; without one it runs here, its database writes on the caller's
+    connection (and, on SQLite, never beside the caller's own)."""
+    if buffering():
+        later.submit(note, app_name, user_id, found, now)
+    else:
+        note(app_name, user_id, found, now)
 
 
 def note(app_name: str, user_id: str, found: Found, now: datetime) -> None:

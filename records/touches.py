@@ -11,7 +11,8 @@ history entry (``access_log``) and the day's search and regret counters
 (``feedback``), flushed by the same task. An ingest's counters (sessions ingested,
 records added) wait in the same counters hash (``buffer_counts``). When Redis is absent
 or failing, history and counters are written to the database directly instead: they
-are not approximate.
+are not approximate. The agent's search makes that round trip after its answer, on a
+background thread (``search.note_after_answer``, ``records.later``).
 
 Redis key families (all per (app, user), so erasure can remove them):
     memadmin:touch:hits:<app>\\x1f<user>    hash  record id -> hits to add

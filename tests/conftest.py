@@ -234,7 +234,7 @@ def clean_touch_buffer():
     (touches, searches' history entries and counters, which a later flush would add)."""
     import redis
 
-    from records import touches
+    from records import later, touches
 
     def clear():
         touches.redis_client.cache_clear()  # the configured Redis, not a test's own
@@ -250,4 +250,5 @@ def clean_touch_buffer():
 
     clear()
     yield
+    later.drain()  # a search's writes still queued land now, then go (records.later)
     clear()

@@ -91,8 +91,10 @@ def add_memories(request, app_name: AppName, user_id: UserId, body: AddMemoriesI
 )
 def search(request, app_name: AppName, user_id: UserId, body: SearchIn):
     """At most 10 unexpired records, most relevant first, as ADK ``MemoryEntry``s; the
-    records returned count as used (hits, last access)."""
-    entries = memory_service.search_entries(app_name, user_id, body.query, timezone.now())
+    records returned count as used (hits, last access), written after the answer."""
+    entries = memory_service.search_entries(
+        app_name, user_id, body.query, timezone.now(), note_later=True
+    )
     return adk_json(SearchMemoryResponse(memories=entries))
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from google.genai import types
 
 from api import keys
-from records import memory_service, touches
+from records import later, memory_service, touches
 from records.models import (
     AgentSession,
     Artifact,
@@ -427,6 +427,7 @@ def test_search_ranks_as_in_process_and_touches_the_hits(api):
     first = found[0]
     assert first["custom_metadata"]["source_session_id"] == "visit-1"
     assert first["content"]["parts"][0]["text"] in {r.content for r in MemoryRecord.objects.all()}
+    later.drain()  # the searches' touches are written after the answer
     touches.flush_touches()
     assert MemoryRecord.objects.get(id=int(first["id"])).hits == 2  # two searches
     assert api.post("memory/search", {"query": "  "}).json() == {"memories": []}
@@ -437,6 +438,7 @@ def test_saving_what_search_returned_refreshes_instead_of_copying(api):
     ingest(api, texts=texts)
     found = api.post("memory/search", {"query": "penicillin mill jazz"}).json()["memories"]
     assert len(found) == 3
+    later.drain()  # the searches' touches are written after the answer
     touches.flush_touches()  # with Redis the search hits land now, not in a later test
 
     saved = api.post("memory/entries", {"memories": found})

@@ -7,7 +7,7 @@ from google.adk.memory.base_memory_service import BaseMemoryService
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
-from records import touches
+from records import later, touches
 from records.memory_service import EvictingMemoryService, add_memories, pinned_entries
 from records.models import EvictionEvent, MemoryRecord, preset_values
 from records.policies import update_policy
@@ -175,6 +175,7 @@ def test_with_redis_search_touches_are_buffered_and_land_at_the_flush():
     run(svc.search_memory(app_name="pharmacy", user_id="u1", query="deliver"))
     record = MemoryRecord.objects.get()
     assert record.hits == 0
+    later.drain()  # the touch is written after the answer (records.later)
     touches.flush_touches()
     record.refresh_from_db()
     assert (record.hits, record.last_accessed_at) == (1, NOW)
@@ -202,6 +203,7 @@ def recall_all(svc, user="u1"):
     for text in FIVE_FACTS:
         for found in run(svc.search_memory(app_name="pharmacy", user_id=user, query=text)).memories:
             entries[found.id] = found
+    later.drain()
     touches.flush_touches()  # with Redis the search hits land now, not in a later test
     return list(entries.values())
 
