@@ -89,11 +89,11 @@ def find(
 
 
 def _records(ids: list[int]) -> list[MemoryRecord]:
-    """The records of ``ids``, in that order (only the returned few are read whole)."""
+    """The records of ``ids``, in that order (their ``RETURNED_FIELDS``)."""
     if not ids:
         return []
     if connection.vendor != "postgresql":
-        by_id = MemoryRecord.objects.in_bulk(ids)
+        by_id = MemoryRecord.objects.only(*RETURNED_FIELDS).in_bulk(ids)
         return [by_id[i] for i in ids if i in by_id]
     columns = ", ".join(f.column for f in _RECORD_FIELDS)
     with connection.cursor() as cursor:
@@ -105,7 +105,26 @@ def _records(ids: list[int]) -> list[MemoryRecord]:
     return [by_id[i] for i in ids if i in by_id]
 
 
-_RECORD_FIELDS = MemoryRecord._meta.concrete_fields
+# What a returned record carries: the fields of its ``MemoryEntry``
+# (``memory_service.to_memory_entry``) and its scope. The rest (search tokens, event ids,
+# summary sources, eviction metadata) is deferred, as with ``.only()``, and read if a
+# caller asks for it: most of a row's bytes and decoding, for none of an entry.
+RETURNED_FIELDS = (
+    "id",
+    "app_name",
+    "user_id",
+    "source_session_id",
+    "content",
+    "author",
+    "entry_timestamp",
+    "created_at",
+    "importance",
+    "importance_source",
+    "category",
+    "pinned",
+    "custom_metadata",
+)
+_RECORD_FIELDS = [MemoryRecord._meta.get_field(name) for name in RETURNED_FIELDS]
 _RECORD_ATTNAMES = [f.attname for f in _RECORD_FIELDS]
 _RECORD_CONVERTERS = [(i, f) for i, f in enumerate(_RECORD_FIELDS) if hasattr(f, "from_db_value")]
 
@@ -125,7 +144,7 @@ _STATEMENT = """
     ) AS c ON 1 = 1
 """
 # On PostgreSQL, when there are at most FOLD_CANDIDATES candidates (most searches of a
-# user of a few hundred records) their whole rows come too (from column _FULL_AT): the
+# user of a few hundred records) their RETURNED_FIELDS come too (from column _FULL_AT): the
 # ten returned are then built from them, without the second round trip of the
 # primary-key read. The candidates are read once (the CTE), counted once (an InitPlan),
 # and only when that count is small is each one's whole row read by primary key (a
@@ -217,7 +236,7 @@ _PLANNER_BACK = (
 
 
 def _record_from_row(values: tuple) -> MemoryRecord:
-    """A record from all its columns, in field order."""
+    """A record from its ``RETURNED_FIELDS`` columns, in that order."""
     values = list(values)
     for i, model_field in _RECORD_CONVERTERS:
         values[i] = model_field.from_db_value(values[i], None, connection)

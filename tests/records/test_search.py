@@ -6,11 +6,13 @@ from datetime import UTC, datetime, timedelta
 from importlib import import_module
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from records import search
-from records.memory_service import add_memories
+from records.memory_service import add_memories, to_memory_entry
 from records.models import MemoryRecord
 from records.policies import policy_for, update_policy
 from records.tokens import count_tokens
@@ -123,21 +125,29 @@ def test_records_written_before_the_tokens_existed_are_filled_by_the_migration(m
     assert ids("Zurich") == [labels["zurich"]]
 
 
-def test_returned_records_are_whole_and_equal_to_the_stored_rows(memory):
+def test_returned_records_equal_the_stored_rows(memory):
     labels, _ = memory
     [found] = search.search(APP, USER, "Zurich", NOW)
     stored = MemoryRecord.objects.get(id=labels["zurich"])
     fields = [f.attname for f in MemoryRecord._meta.concrete_fields]
+    # What an entry needs came with the search; the rest is read when asked for.
+    assert found.get_deferred_fields() == set(fields) - set(search.RETURNED_FIELDS)
     assert [getattr(found, f) for f in fields] == [getattr(stored, f) for f in fields]
     assert found.entry_timestamp == NOW - timedelta(days=100)
 
 
 @pytest.mark.parametrize("query", ["Zurich", "allergy"])
-def test_returned_records_are_whole_with_few_candidates_and_with_many(memory, query):
-    """A few candidates bring their whole rows in the ranked statement (PostgreSQL); many
-    (the 300 allergy records) are read by id after ranking. Both return the stored rows."""
+def test_returned_records_are_the_stored_rows_with_few_candidates_and_with_many(memory, query):
+    """A few candidates bring their returned fields in the ranked statement (PostgreSQL);
+    many (the 300 allergy records) are read by id after ranking. Both carry the same
+    fields and return the stored rows."""
     found = search.search(APP, USER, query, NOW)
     assert found
+    returned = set(search.RETURNED_FIELDS)
+    assert all(r.get_deferred_fields().isdisjoint(returned) for r in found)
+    with CaptureQueriesContext(connection) as queries:
+        [to_memory_entry(r) for r in found]
+    assert len(queries) == 0  # an entry needs no deferred field
     stored = MemoryRecord.objects.in_bulk([r.id for r in found])
     fields = [f.attname for f in MemoryRecord._meta.concrete_fields]
     for record in found:
@@ -149,13 +159,13 @@ def test_returned_records_are_whole_with_few_candidates_and_with_many(memory, qu
 @pytest.mark.parametrize(("query", "statements"), [("Zurich", 1), ("allergy", 2)])
 def test_few_candidates_come_whole_in_the_one_statement(memory, query, statements):
     """At most FOLD_CANDIDATES candidates: one statement, no read by id after ranking;
-    more (the 300 allergy records): their whole rows are not read, the ten returned are
+    more (the 300 allergy records): their fields are not read, the ten returned are
     read by id (PostgreSQL)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     if connection.vendor != "postgresql":
-        pytest.skip("the whole rows come in the ranked statement on PostgreSQL only")
+        pytest.skip("the returned fields come in the ranked statement on PostgreSQL only")
     with CaptureQueriesContext(connection) as queries:
         assert search.search(APP, USER, query, NOW)
     assert len(queries) == statements
