@@ -191,7 +191,8 @@ def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_param
     transaction keeps its settings); its other operators are a few index lookups. Priced
     so, a plan can pass ``jit_above_cost``, and compiling it took 0.8 s: JIT is off for
     the statement too. Only with client-side binding (Django's default), where a query
-    string may hold several statements.
+    string may hold several statements; there it is prepared once per connection
+    (``one_trip.execute_prepared``): not parsed nor planned again.
     """
     sql = _PG_STATEMENT.format(
         regret=regret_sql,
@@ -218,8 +219,7 @@ def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_param
         if not isinstance(cursor.cursor, psycopg.ClientCursor):  # server-side binding
             cursor.execute(sql, params)
             return cursor.fetchall()
-        results = one_trip.execute(cursor, [*_PLANNER, sql, *_PLANNER_BACK], params)
-    return results[len(_PLANNER)]
+        return one_trip.execute_prepared(cursor, _PLANNER, sql, _PLANNER_BACK, params)
 
 
 # The planner settings of the ranked statement (see ``_candidates_postgres``).
@@ -227,11 +227,13 @@ _PLANNER = (
     "SET LOCAL enable_seqscan = off",
     "SET LOCAL cpu_operator_cost = 0.25",
     "SET LOCAL jit = off",
+    "SET LOCAL plan_cache_mode = force_generic_plan",
 )
 _PLANNER_BACK = (
     "SET LOCAL enable_seqscan TO DEFAULT",
     "SET LOCAL cpu_operator_cost TO DEFAULT",
     "SET LOCAL jit TO DEFAULT",
+    "SET LOCAL plan_cache_mode TO DEFAULT",
 )
 
 

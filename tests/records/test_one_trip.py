@@ -1,7 +1,11 @@
 """Several statements in one query string (PostgreSQL with client-side binding)."""
 
+import weakref
+
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from records import one_trip
 
@@ -32,3 +36,63 @@ def test_positional_parameters_follow_the_statements_in_order():
 def test_a_statement_hiding_another_is_an_error_not_a_shifted_result():
     with connection.cursor() as cursor, pytest.raises(RuntimeError, match="2 statements gave 3"):
         one_trip.execute(cursor, ["SELECT 1; SELECT 2", "SELECT 3"], [])
+
+
+def prepared_names() -> set[str]:
+    """The connection's prepared statements (they outlive each test's transaction)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM pg_prepared_statements WHERE name LIKE 'memadmin_%%'")
+        return {name for (name,) in cursor.fetchall()}
+
+
+def test_a_prepared_statement_is_prepared_once_and_answers_like_the_plain_one():
+    sql = "SELECT %s::int + 1, %s || '%%', %s = ANY(%s), %s > now() - interval '1 day'"
+    params = [1, "a", "x", ["x", "y"], timezone.now()]
+    plain = one_trip.execute(connection.cursor(), [sql], params)[0]
+    known = prepared_names()
+    before = ["SET LOCAL plan_cache_mode = force_generic_plan"]
+    first = one_trip.execute_prepared(connection.cursor(), before, sql, [], params)
+    assert len(prepared_names() - known) == 1
+    with CaptureQueriesContext(connection) as queries:
+        again = one_trip.execute_prepared(
+            connection.cursor(), before, sql, [], [2, "b", "z", [], params[4]]
+        )
+    assert first == plain == [(2, "a%", True, True)]
+    assert again == [(3, "b%", False, True)]
+    [query] = queries
+    assert "PREPARE" not in query["sql"] and "EXECUTE" in query["sql"]
+    assert len(prepared_names() - known) == 1
+
+
+def test_parameters_of_another_type_are_another_prepared_statement():
+    known = prepared_names()
+    with connection.cursor() as cursor:
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s", [], [1]) == [(1,)]
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s", [], ["1"]) == [("1",)]
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s", [], [2**40]) == [(2**40,)]
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s", [], [3]) == [(3,)]
+    assert len(prepared_names() - known) == 3
+    with pytest.raises(TypeError, match="dict parameter"):
+        one_trip.execute_prepared(connection.cursor(), [], "SELECT %s", [], [{}])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_that_forgot_its_statements_stops_preparing(monkeypatch, caplog):
+    monkeypatch.setattr(one_trip, "_preparing", True)  # restored for the other tests
+    with connection.cursor() as cursor:
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s::int", [], [5]) == [(5,)]
+        cursor.execute("DEALLOCATE ALL")  # as a pooler in transaction mode would look
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s::int", [], [6]) == [(6,)]
+        assert "prepared statements off" in caplog.text
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s::int", [], [7]) == [(7,)]
+    assert prepared_names() == set()  # the plain statement since
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_already_prepared_by_another_client_stops_preparing(monkeypatch):
+    monkeypatch.setattr(one_trip, "_preparing", True)
+    with connection.cursor() as cursor:
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s::int", [], [5]) == [(5,)]
+        monkeypatch.setattr(one_trip, "_prepared", weakref.WeakKeyDictionary())  # a new client
+        assert one_trip.execute_prepared(cursor, [], "SELECT %s::int", [], [6]) == [(6,)]
+    assert not one_trip._preparing

@@ -171,6 +171,17 @@ def test_few_candidates_come_whole_in_the_one_statement(memory, query, statement
     assert len(queries) == statements
 
 
+def test_the_ranked_statement_is_prepared_once_per_connection(memory):
+    """PostgreSQL neither parses nor plans it again: later searches only EXECUTE it."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a PostgreSQL prepared statement")
+    first = ids("Zurich")
+    with CaptureQueriesContext(connection) as queries:
+        assert ids("Zurich") == first
+    [query] = queries
+    assert "EXECUTE memadmin_" in query["sql"] and "PREPARE" not in query["sql"]
+
+
 def test_search_leaves_the_planner_settings_of_the_transaction_alone(memory):
     """The search turns sequential scans and JIT off and prices operators higher for its
     own statement only (PostgreSQL)."""
