@@ -29,6 +29,7 @@ from . import (
     one_trip,
     search_text,
     touches,
+    victims_function,
 )
 from . import policy as pure
 from .config_cache import AppConfig, active_rules
@@ -50,7 +51,7 @@ from .models import (
 from .policies import policy_for
 from .summaries import summarise
 from .touches import apply_touches
-from .victims import SelectedVictim, select_victims, victims_from_rows, victims_query
+from .victims import SelectedVictim, select_victims, victims_from_rows
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,8 @@ def ingest(
     ``_pg_insert`` writes the same columns as (``tests/records/test_ingest_path.py``).
     """
     check_scope(app_name, user_id)
+    if enforce and connection.vendor == "postgresql":
+        victims_function.ensure()  # once per connection, before the transaction
     with transaction.atomic():
         keys = [c.dedupe_key for c in candidates if c.dedupe_key]
         generation, barrier, existing, evicted = _locked_state(app_name, user_id, keys)
@@ -317,7 +320,7 @@ def _pg_insert(
             new_rows=json.dumps(rows),
         )
     if select:
-        sql, victim_params = victims_query(app_name, [user_id], now, params)
+        sql, victim_params = victims_function.one_user_query(app_name, user_id, now, params)
         if values.keys() & victim_params.keys():
             raise RuntimeError("the insert's and the victims' parameters must not share names")
         statements.append(sql)
