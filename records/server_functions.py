@@ -10,7 +10,8 @@ connection, and works behind a transaction pooler (PgBouncer), where named prepa
 statements do not. Each function's body is the statement's own SQL with its named
 parameters as the function's arguments, so every rule keeps one definition; the
 function's name carries a hash of that body, so a changed statement gets a function of
-its own (an older one is left unused).
+its own (an older one is left unused), and so does a change of the result's column
+types.
 
 The plans are generic (``plan_cache_mode = force_generic_plan`` on the function
 alone): with the default mode the server kept planning the selection on every call
@@ -104,7 +105,10 @@ def _ensure_one(cursor, statement: Statement) -> str:
     if set(names) != set(statement.types):
         raise RuntimeError(f"{statement.key}: parameters {names} are not {list(statement.types)}")
     arguments = ", ".join(statement.types[n] for n in names)
-    kind = f"{statement.key}|{statement.returns}|{statement.volatile}|{arguments}"
+    # The result's types as the tables give them today (a migration that changes a
+    # column's type gets a new function, not one whose declared result no longer fits).
+    returns = statement.returns or _types(cursor, sql, values)
+    kind = f"{statement.key}|{returns}|{statement.volatile}|{arguments}"
     digest = hashlib.sha256(f"{kind}|{body}".encode()).hexdigest()
     name = f"memadmin_{statement.key}_{digest[:16]}"
     signature = f"{name}({arguments})"
@@ -113,9 +117,7 @@ def _ensure_one(cursor, statement: Statement) -> str:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
         cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [signature])
         if not cursor.fetchone()[0]:
-            columns = ", ".join(
-                f"o{i} {t}" for i, t in enumerate(statement.returns or _types(cursor, sql, values))
-            )
+            columns = ", ".join(f"o{i} {t}" for i, t in enumerate(returns))
             cursor.execute(
                 f"""CREATE FUNCTION {signature} RETURNS TABLE ({columns})
                 LANGUAGE plpgsql {"VOLATILE" if statement.volatile else "STABLE"}
@@ -126,13 +128,13 @@ def _ensure_one(cursor, statement: Statement) -> str:
     return f"SELECT * FROM {name}({values})"  # noqa: S608 - our function
 
 
-def _types(cursor, sql: str, values: dict) -> list[str]:
+def _types(cursor, sql: str, values: dict) -> tuple[str, ...]:
     """The result's column types, as the statement itself gives them."""
     cursor.execute(f"SELECT * FROM ({sql}) AS v LIMIT 0", values)  # noqa: S608 - our SQL
     oids = [d.type_code for d in cursor.description]
     cursor.execute("SELECT oid, format_type(oid, NULL) FROM pg_type WHERE oid = ANY(%s)", [oids])
     names = dict(cursor.fetchall())
-    return [names[oid] for oid in oids]
+    return tuple(names[oid] for oid in oids)
 
 
 def call(key: str) -> str | None:
