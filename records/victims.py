@@ -342,9 +342,13 @@ def select_victims(
     """Expired records, then superseded ones, then cap victims, for one user, some users,
     or (None) every user; their texts go into ``contents`` when given.
 
-    One statement (enforcement runs it on every ingest: a round trip saved counts).
+    One statement (enforcement runs it on every ingest: a round trip saved counts); for
+    one user, its server-side function when the connection has it.
     """
-    sql, params = victims_query(app_name, user_ids, now, p)
+    if user_ids is not None and len(user_ids) == 1:
+        sql, params = one_user_victims_query(app_name, user_ids[0], now, p)
+    else:
+        sql, params = victims_query(app_name, user_ids, now, p)
     return _fetch(sql, params, contents)
 
 
