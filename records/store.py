@@ -28,6 +28,7 @@ from . import (
     feedback,
     one_trip,
     search_text,
+    server_functions,
     touches,
 )
 from . import policy as pure
@@ -50,7 +51,12 @@ from .models import (
 from .policies import policy_for
 from .summaries import summarise
 from .touches import apply_touches
-from .victims import SelectedVictim, select_victims, victims_from_rows, victims_query
+from .victims import (
+    SelectedVictim,
+    one_user_victims_query,
+    select_victims,
+    victims_from_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +135,8 @@ def ingest(
     ``_pg_insert`` writes the same columns as (``tests/records/test_ingest_path.py``).
     """
     check_scope(app_name, user_id)
+    if enforce and connection.vendor == "postgresql":
+        server_functions.ensure()  # once per connection, before the transaction
     with transaction.atomic():
         keys = [c.dedupe_key for c in candidates if c.dedupe_key]
         generation, barrier, existing, evicted = _locked_state(app_name, user_id, keys)
@@ -317,7 +325,7 @@ def _pg_insert(
             new_rows=json.dumps(rows),
         )
     if select:
-        sql, victim_params = victims_query(app_name, [user_id], now, params)
+        sql, victim_params = one_user_victims_query(app_name, user_id, now, params)
         if values.keys() & victim_params.keys():
             raise RuntimeError("the insert's and the victims' parameters must not share names")
         statements.append(sql)
@@ -565,6 +573,63 @@ def evict(
     return deleted
 
 
+# ``_pg_evict``'s statement; on PostgreSQL also a server-side function (its plan kept:
+# records.server_functions), returning the count.
+_PG_EVICT = f"""
+    WITH v AS MATERIALIZED (
+        SELECT * FROM jsonb_to_recordset(%(victims)s::jsonb)
+            AS v(id bigint, u text, reason text, r float8, f float8, i float8, s float8,
+                 t integer, k text, n bigint, h jsonb, inf float8, g boolean)
+    ), gone AS (
+        DELETE FROM {MemoryRecord._meta.db_table} WHERE id IN (SELECT id FROM v)
+        RETURNING id, user_id, created_at, last_accessed_at, hits, importance, pinned,
+                  due_at, slot, entry_timestamp,
+                  -- records.extract.follows_information
+                  importance_source = '{ImportanceSource.DEFAULT.value}'
+                      AND importance_rule IN ('', '{INFORMATION_RULE}') AS follows,
+                  importance_rule = '{INFORMATION_RULE}' AS informed
+    ), events AS (
+        INSERT INTO {EvictionEvent._meta.db_table} (record_id, app_name, user_id, reason,
+            recency, frequency, importance, score, tokens, policy_version, run_id,
+            evicted_at, dedupe_key, superseded_by)
+        SELECT v.id, %(app)s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %(version)s::integer,
+               %(run)s::bigint, %(now)s, v.k, v.n
+        FROM v
+    ), replay AS (
+        INSERT INTO {EvictedRecord._meta.db_table} (record_id, app_name, user_id,
+            evicted_at, created_at, last_accessed_at, hits, importance, pinned, due_at,
+            slot, stated_at, term_hashes, information, informed)
+        SELECT g.id, %(app)s, g.user_id, %(now)s, g.created_at, g.last_accessed_at, g.hits,
+               g.importance, g.pinned, g.due_at, COALESCE(g.slot, ''), g.entry_timestamp,
+               COALESCE(v.h, '[]'::jsonb), CASE WHEN g.follows THEN v.inf END,
+               g.follows AND g.informed
+        FROM gone g JOIN v ON v.id = g.id
+    ), regret AS (
+        INSERT INTO {RegretTerm._meta.db_table} (app_name, user_id, record_id, term_hash,
+            evicted_at)
+        SELECT %(app)s, v.u, v.id, x.h, %(now)s
+        FROM v CROSS JOIN LATERAL jsonb_array_elements_text(v.h) AS x(h)
+        WHERE v.g AND v.h IS NOT NULL
+    )
+    SELECT count(*) FROM gone
+"""  # noqa: S608 - the models' tables; values are parameters
+server_functions.register(
+    server_functions.Statement(
+        "evict",
+        lambda: (_PG_EVICT, {}),
+        types={
+            "victims": "jsonb",
+            "app": "text",
+            "now": "timestamptz",
+            "version": "integer",
+            "run": "bigint",
+        },
+        returns=("bigint",),
+        volatile=True,
+    )
+)
+
+
 def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) -> int:
     """PostgreSQL: ``evict`` in one statement (with the victims' texts at hand): delete
     the records and, from the deleted rows, write their eviction events, replay
@@ -592,44 +657,7 @@ def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) 
         }
         for v in victims
     ]
-    sql = f"""
-        WITH v AS MATERIALIZED (
-            SELECT * FROM jsonb_to_recordset(%(victims)s::jsonb)
-                AS v(id bigint, u text, reason text, r float8, f float8, i float8, s float8,
-                     t integer, k text, n bigint, h jsonb, inf float8, g boolean)
-        ), gone AS (
-            DELETE FROM {MemoryRecord._meta.db_table} WHERE id IN (SELECT id FROM v)
-            RETURNING id, user_id, created_at, last_accessed_at, hits, importance, pinned,
-                      due_at, slot, entry_timestamp,
-                      -- records.extract.follows_information
-                      importance_source = '{ImportanceSource.DEFAULT.value}'
-                          AND importance_rule IN ('', '{INFORMATION_RULE}') AS follows,
-                      importance_rule = '{INFORMATION_RULE}' AS informed
-        ), events AS (
-            INSERT INTO {EvictionEvent._meta.db_table} (record_id, app_name, user_id, reason,
-                recency, frequency, importance, score, tokens, policy_version, run_id,
-                evicted_at, dedupe_key, superseded_by)
-            SELECT v.id, %(app)s, v.u, v.reason, v.r, v.f, v.i, v.s, v.t, %(version)s::integer,
-                   %(run)s::bigint, %(now)s, v.k, v.n
-            FROM v
-        ), replay AS (
-            INSERT INTO {EvictedRecord._meta.db_table} (record_id, app_name, user_id,
-                evicted_at, created_at, last_accessed_at, hits, importance, pinned, due_at,
-                slot, stated_at, term_hashes, information, informed)
-            SELECT g.id, %(app)s, g.user_id, %(now)s, g.created_at, g.last_accessed_at, g.hits,
-                   g.importance, g.pinned, g.due_at, COALESCE(g.slot, ''), g.entry_timestamp,
-                   COALESCE(v.h, '[]'::jsonb), CASE WHEN g.follows THEN v.inf END,
-                   g.follows AND g.informed
-            FROM gone g JOIN v ON v.id = g.id
-        ), regret AS (
-            INSERT INTO {RegretTerm._meta.db_table} (app_name, user_id, record_id, term_hash,
-                evicted_at)
-            SELECT %(app)s, v.u, v.id, x.h, %(now)s
-            FROM v CROSS JOIN LATERAL jsonb_array_elements_text(v.h) AS x(h)
-            WHERE v.g AND v.h IS NOT NULL
-        )
-        SELECT count(*) FROM gone
-    """  # noqa: S608 - the models' tables; values are parameters
+    sql = server_functions.call("evict") or _PG_EVICT
     with connection.cursor() as cursor:
         cursor.execute(
             sql,

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db import connection
 
 from . import policy as pure
-from . import policy_sql
+from . import policy_sql, server_functions
 from .models import MemoryRecord
 from .policy_sql import EXPIRED_SQL, LIVE_SQL, UNPINNED_LIVE_SQL
 
@@ -342,9 +342,13 @@ def select_victims(
     """Expired records, then superseded ones, then cap victims, for one user, some users,
     or (None) every user; their texts go into ``contents`` when given.
 
-    One statement (enforcement runs it on every ingest: a round trip saved counts).
+    One statement (enforcement runs it on every ingest: a round trip saved counts); for
+    one user, its server-side function when the connection has it.
     """
-    sql, params = victims_query(app_name, user_ids, now, p)
+    if user_ids is not None and len(user_ids) == 1:
+        sql, params = one_user_victims_query(app_name, user_ids[0], now, p)
+    else:
+        sql, params = victims_query(app_name, user_ids, now, p)
     return _fetch(sql, params, contents)
 
 
@@ -365,3 +369,41 @@ def victims_query(
         ORDER BY v.part_, v.user_id, v.order_
     """
     return sql, params
+
+
+# The one-user selection (what every ingest runs) as a server-side function: see
+# records.server_functions. Its text does not depend on the values (they are parameters).
+server_functions.register(
+    server_functions.Statement(
+        "victims",
+        lambda: victims_query("", [""], datetime.now(UTC), pure.PolicyParams()),
+        types={
+            "app": "text",
+            "user": "text",
+            "now": "timestamptz",
+            "cutoff": "timestamptz",
+            "hl": "float8",
+            "sat": "float8",
+            "wr": "float8",
+            "wf": "float8",
+            "wi": "float8",
+            "dhl": "float8",
+            "sup": "boolean",
+            "maxr": "bigint",
+            "maxt": "bigint",
+        },
+    )
+)
+
+
+def one_user_victims_query(
+    app_name: str, user_id: str, now: datetime, p: pure.PolicyParams
+) -> tuple[str, dict]:
+    """``victims_query`` for one user: the call of its server-side function when this
+    connection has it, else the statement itself. The same rows, in the same order."""
+    call = server_functions.call("victims")
+    if call is None:
+        return victims_query(app_name, [user_id], now, p)
+    params = policy_sql.base_params(app_name, now, p)
+    params["user"] = user_id
+    return call, params

@@ -1,0 +1,141 @@
+"""PostgreSQL: the server-side functions of an ingest's statements do exactly what the
+statements they are made from do (``records.server_functions``)."""
+
+import random
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from records import server_functions, store
+from records.models import EvictedRecord, EvictionEvent, MemoryRecord, RegretTerm
+from records.policy import PolicyParams
+from records.victims import one_user_victims_query, select_victims, victims_query
+
+from .test_victims import NOW, random_records
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def _rows(sql, params):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_function_returns_the_statements_rows_on_random_data(seed):
+    rng = random.Random(seed)
+    params = PolicyParams(
+        ttl=timedelta(days=rng.choice([30, 365])),
+        half_life=timedelta(hours=rng.choice([24, 720])),
+        max_records=rng.choice([1, 10, 50]),
+        max_tokens=rng.choice([50, 1000, 40_000]),
+        w_recency=0.4,
+        w_frequency=0.2,
+        w_importance=0.4,
+        fresh_start=rng.choice([0.0, 1.0]),
+        past_due_half_life=timedelta(hours=rng.choice([0, 24, 336])),
+        supersede=rng.random() < 0.7,
+    )
+    users = [f"u{i}" for i in range(3)]
+    for user in users:
+        random_records(rng, "app", user, rng.randint(0, 120))
+    random_records(rng, "other-app", "u0", 30)
+    assert server_functions.ensure()
+    for user in ["nobody", *users]:
+        call, values = one_user_victims_query("app", user, NOW, params)
+        assert "memadmin_victims_" in call
+        literal, literal_values = victims_query("app", [user], NOW, params)
+        # Same rows, same order, same values (the function's last two columns are the
+        # statement's own ordering columns).
+        assert _rows(call, values) == _rows(literal, literal_values)
+
+
+def test_inside_a_transaction_a_new_connection_keeps_the_literal_statement():
+    connection.close()
+    with transaction.atomic():
+        assert not server_functions.ensure()
+        sql, _ = one_user_victims_query("app", "u", NOW, PolicyParams())
+    assert "memadmin_victims_" not in sql
+    assert server_functions.ensure()  # outside: created or found, and used from now on
+    sql, _ = one_user_victims_query("app", "u", NOW, PolicyParams())
+    assert "memadmin_victims_" in sql
+
+
+def test_an_ingest_outside_a_transaction_selects_through_the_function():
+    from records.extract import Candidate
+
+    connection.close()
+    candidates = [
+        Candidate(
+            dedupe_key=f"k{i}",
+            session_id="s",
+            event_ids=(f"e{i}",),
+            content=f"my order number is {i}",
+            author="user",
+            entry_timestamp=NOW,
+            importance=0.5,
+            importance_source="default",
+            importance_rule="",
+            category="fact",
+            pinned=False,
+            tokens=5,
+        )
+        for i in range(3)
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        result = store.ingest("app", "u", candidates, NOW)
+    assert result.added == 3
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert any("memadmin_victims_" in sql for sql in sqls)
+
+
+def _evict_all_over(user, params, functions: bool):
+    raw = connection.connection
+    saved = server_functions._ready.pop(raw, None)
+    if functions:
+        assert server_functions.ensure()
+    else:
+        server_functions._ready[raw] = {}
+    try:
+        with transaction.atomic():
+            victims = select_victims("app", [user], NOW, params)
+            sql = server_functions.call("evict")
+            assert (sql is not None) == functions
+            deleted = store.evict("app", victims, NOW, policy_version=3, run_id=None)
+    finally:
+        server_functions._ready.pop(raw, None)
+        if saved is not None:
+            server_functions._ready[raw] = saved
+    return len(victims), deleted
+
+
+def _written(user):
+    events = EvictionEvent.objects.filter(user_id=user).order_by("record_id")
+    replay = EvictedRecord.objects.filter(user_id=user).order_by("record_id")
+    terms = RegretTerm.objects.filter(user_id=user).order_by("record_id", "term_hash")
+    return (
+        [
+            (e.reason, e.recency, e.frequency, e.importance, e.score, e.tokens, e.policy_version)
+            for e in events
+        ],
+        [(r.hits, r.importance, r.pinned, r.slot, r.information, r.informed) for r in replay],
+        [t.term_hash for t in terms],
+    )
+
+
+def test_the_eviction_function_writes_what_the_statement_writes():
+    connection.ensure_connection()
+    params = PolicyParams(max_records=5, max_tokens=40_000, supersede=True)
+    for user in ("a", "b"):
+        random_records(random.Random(7), "app", user, 60)
+        MemoryRecord.objects.filter(user_id=user).update(content="my new phone number is 555 0100")
+    selected, deleted = _evict_all_over("a", params, functions=True)
+    assert deleted == selected > 0
+    n_a = MemoryRecord.objects.filter(user_id="a").count()
+    _evict_all_over("b", params, functions=False)
+    assert MemoryRecord.objects.filter(user_id="b").count() == n_a
+    assert _written("a") == _written("b")
+    assert _written("a")[0]  # something was evicted
