@@ -133,6 +133,19 @@ def search_entries(
     return [to_memory_entry(r) for r in found.records]
 
 
+async def asearch_entries(
+    app_name: str, user_id: str, query: str, now: datetime
+) -> list[MemoryEntry]:
+    """``search_entries`` for the agent's event loop, its note after the answer (the turn
+    does not wait for the touch: ``records.later``). Where ``search.answers_in_loop``,
+    without a thread: the statement is awaited on the loop's connection (``records.aio``)."""
+    if not search.answers_in_loop():
+        return await sync_to_async(search_entries)(app_name, user_id, query, now, note_later=True)
+    found = await search.afind(app_name, user_id, query, now)
+    search.note_after_answer(app_name, user_id, found, now)  # handed to records.later
+    return [to_memory_entry(r) for r in found.records]
+
+
 def pinned_entries(app_name: str, user_id: str) -> list[MemoryEntry]:
     """The user's pinned records, oldest first (pins never expire nor get evicted). A
     read, not a use: nothing is touched."""
@@ -220,10 +233,7 @@ class EvictingMemoryService(BaseMemoryService):
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str
     ) -> SearchMemoryResponse:
-        # The agent's turn does not wait for the search's touch (``records.later``).
-        entries = await sync_to_async(search_entries)(
-            app_name, user_id, query, self.now(), note_later=True
-        )
+        entries = await asearch_entries(app_name, user_id, query, self.now())
         return SearchMemoryResponse(memories=entries)
 
     @override

@@ -52,28 +52,84 @@ def execute_prepared(
     runs the plain statement, at once when no transaction is open (else the caller's
     transaction has failed, as for any error, and the next statement is plain).
     """
-    global _preparing
+    plain = [*before, sql, *after]
     if not _preparing:
-        return execute(cursor, [*before, sql, *after], params)[len(before)]
-    types = [_pg_type(value) for value in params]
-    name = "memadmin_" + hashlib.blake2b(f"{sql}\0{types}".encode(), digest_size=8).hexdigest()
-    names = _prepared.setdefault(cursor.cursor.connection, set())
+        return execute(cursor, plain, params)[len(before)]
+    statements = _prepared_statements(cursor.cursor.connection, before, sql, params)
+    try:
+        results = execute(cursor, [*statements, *after], params)
+    except Exception as exc:
+        if not _stop_preparing(exc) or cursor.db.in_atomic_block:
+            raise
+        return execute(cursor, plain, params)[len(before)]
+    return results[len(statements) - 1]
+
+
+async def aexecute(cursor, statements: Sequence[str], params: Sequence | Mapping) -> list[list]:
+    """``execute`` on an asynchronous client-side-binding cursor
+    (``psycopg.AsyncClientCursor``)."""
+    await cursor.execute(";\n".join(statements), params)
+    results = []
+    while True:
+        results.append(await cursor.fetchall() if cursor.description is not None else [])
+        if not cursor.nextset():
+            break
+    if len(results) != len(statements):
+        raise RuntimeError(f"{len(statements)} statements gave {len(results)} results")
+    return results
+
+
+async def aexecute_prepared(
+    cursor, before: Sequence[str], sql: str, after: Sequence[str], params: Sequence
+) -> list[tuple]:
+    """``execute_prepared`` on an asynchronous client-side-binding cursor of a
+    connection in autocommit (``records.aio``): a failed query string's implicit
+    transaction is gone with it, so the plain statement is always retried at once."""
+    plain = [*before, sql, *after]
+    if not _preparing:
+        return (await aexecute(cursor, plain, params))[len(before)]
+    statements = _prepared_statements(cursor.connection, before, sql, params)
+    try:
+        results = await aexecute(cursor, [*statements, *after], params)
+    except Exception as exc:
+        if not _stop_preparing(exc):
+            raise
+        return (await aexecute(cursor, plain, params))[len(before)]
+    return results[len(statements) - 1]
+
+
+def _prepared_statements(
+    connection, before: Sequence[str], sql: str, params: Sequence
+) -> list[str]:
+    """``before``, then PREPARE ``sql`` if ``connection`` (a psycopg connection) has not
+    got it yet, then its EXECUTE. The name is a hash of the text and parameter types,
+    kept per (text, types): hashing the text on every call cost more than the lookup."""
+    types = tuple(_pg_type(value) for value in params)
+    name = _names.get((sql, types))
+    if name is None:
+        if len(_names) >= 1000:  # never expected: the texts are the code's own
+            _names.clear()
+        digest = hashlib.blake2b(f"{sql}\0{list(types)}".encode(), digest_size=8).hexdigest()
+        name = _names[(sql, types)] = "memadmin_" + digest
+    names = _prepared.setdefault(connection, set())
     statements = list(before)
     if name not in names:
         statements.append(f"PREPARE {name}({', '.join(types)}) AS {_numbered(sql)}")
     statements.append(f"EXECUTE {name}({', '.join(['%s'] * len(params))})")
     names.add(name)  # before running: a PREPARE that ran stays, whatever fails after it
-    try:
-        results = execute(cursor, [*statements, *after], params)
-    except Exception as exc:
-        if not isinstance(exc.__cause__, _NOT_OURS):
-            raise
-        _preparing = False
+    return statements
+
+
+def _stop_preparing(exc: BaseException) -> bool:
+    """Whether ``exc`` (psycopg's, or Django's wrapping it) says the server connection is
+    not the one we prepared on; if so, stop preparing in this process (logged once)."""
+    global _preparing
+    if not isinstance(exc, _NOT_OURS) and not isinstance(exc.__cause__, _NOT_OURS):
+        return False
+    if _preparing:
         log.warning("prepared statements off: the server connection is not the one prepared")
-        if cursor.db.in_atomic_block:
-            raise
-        return execute(cursor, [*before, sql, *after], params)[len(before)]
-    return results[len(statements) - 1]
+    _preparing = False
+    return True
 
 
 _NOT_OURS = (psycopg.errors.InvalidSqlStatementName, psycopg.errors.DuplicatePreparedStatement)
@@ -81,6 +137,8 @@ _preparing = True
 
 # Per psycopg connection (a new one after a reconnect): the statements prepared on it.
 _prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# (text, parameter types) -> statement name; the texts are the code's own, a handful.
+_names: dict[tuple[str, tuple[str, ...]], str] = {}
 
 
 def _numbered(sql: str) -> str:

@@ -15,11 +15,12 @@ from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 import psycopg
+from asgiref.sync import sync_to_async
 from django.db import connection
 
 from memadmin import counters
 
-from . import access_log, embeddings, feedback, later, one_trip, policy_sql, search_text
+from . import access_log, aio, embeddings, feedback, later, one_trip, policy_sql, search_text
 from . import policy as pure
 from .ids import check_scope
 from .models import MemoryRecord, UserMemoryStats
@@ -57,6 +58,67 @@ def find(
 ) -> Found:
     """``search``, and whether the query is a regret hit, in one statement (plus one
     primary-key read of the ``limit`` records returned)."""
+    ask = _ask(app_name, user_id, query, now)
+    if ask is None:
+        return Found([], False, [])
+    if connection.vendor == "postgresql":
+        rows = _candidates_postgres(ask)
+    else:
+        rows = _candidates_sqlite(ask)
+    hybrid = embeddings.enabled()
+    regret, ids = _ranked(ask, rows, limit, hybrid)
+    if hybrid:  # MEMADMIN_EMBEDDER: fused with the nearest vectors (records.embeddings)
+        ids = embeddings.hybrid(app_name, user_id, query, now, ids, limit)
+        return Found(_records(ids), regret, ask.hashes)
+    held = _held(rows, ids)
+    return Found(_records(ids) if held is None else held, regret, ask.hashes)
+
+
+def answers_in_loop() -> bool:
+    """Whether ``afind`` and the note after it run on the event loop itself: on
+    PostgreSQL, with the touch buffer (the note is then handed to ``records.later``) and
+    no embedder (the embedder is a plain callable)."""
+    return connection.vendor == "postgresql" and buffering() and not embeddings.enabled()
+
+
+async def afind(
+    app_name: str, user_id: str, query: str, now: datetime, *, limit: int = SEARCH_LIMIT
+) -> Found:
+    """``find`` for a coroutine: where ``answers_in_loop``, its statements run on the
+    event loop's own connection (``records.aio``), no thread; elsewhere ``find`` runs
+    in Django's thread (``sync_to_async``)."""
+    if not answers_in_loop():
+        return await sync_to_async(find)(app_name, user_id, query, now, limit=limit)
+    ask = _ask(app_name, user_id, query, now)
+    if ask is None:
+        return Found([], False, [])
+    sql, params = _postgres_statement(ask)
+    conn = await aio.connection()
+    async with conn.cursor() as cursor:
+        rows = await one_trip.aexecute_prepared(cursor, _PLANNER, sql, _PLANNER_BACK, params)
+        regret, ids = _ranked(ask, rows, limit, False)
+        held = _held(rows, ids)
+        if held is None:
+            await cursor.execute(_RECORDS_SQL, [ids])
+            held = _in_order(ids, await cursor.fetchall())
+    return Found(held, regret, ask.hashes)
+
+
+class _Ask(NamedTuple):
+    """A search's query, checked and tokenized, and its regret check as SQL."""
+
+    app_name: str
+    user_id: str
+    query: str
+    now: datetime
+    terms: list
+    hashes: list[str]
+    regret_sql: str
+    regret_params: list
+
+
+def _ask(app_name: str, user_id: str, query: str, now: datetime) -> _Ask | None:
+    """The search, checked and counted; None for a query with no meaningful word."""
     check_scope(app_name, user_id)
     if not isinstance(query, str):
         raise ValueError("query must be a string")
@@ -64,28 +126,33 @@ def find(
     terms = search_text.query_terms(query)
     counters.count_search(app_name)
     if not terms:
-        return Found([], False, [])
+        return None
     hashes = access_log.query_hashes(query)
     regret_sql, regret_params = feedback.regret_sql(app_name, user_id, hashes, now)
-    if connection.vendor == "postgresql":
-        rows = _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_params)
-    else:
-        rows = _candidates_sqlite(app_name, user_id, terms, now, regret_sql, regret_params)
+    return _Ask(app_name, user_id, query, now, terms, hashes, regret_sql, regret_params)
+
+
+def _ranked(ask: _Ask, rows: list[tuple], limit: int, hybrid: bool) -> tuple[bool, list[int]]:
+    """(regret, the ids of the best candidates, best first) from the statement's rows;
+    with ``hybrid`` as many as fusion takes."""
     regret, records, mean_length = bool(rows[0][0]), rows[0][1] or 0, rows[0][2] or 0.0
-    hybrid = embeddings.enabled()
     if rows[0][3] is None:  # no candidate: the one row the statement always returns
-        ids = []
-    else:
-        scope = search_text.Scope(records=records, mean_length=mean_length)
-        words = frozenset(search_text.query_words(query))
-        depth = max(limit, embeddings.FUSION_DEPTH) if hybrid else limit
-        ids = search_text.rank_rows(terms, words, rows, scope, depth, at=3)
-    if hybrid:  # MEMADMIN_EMBEDDER: fused with the nearest vectors (records.embeddings)
-        ids = embeddings.hybrid(app_name, user_id, query, now, ids, limit)
-    elif ids and len(rows[0]) > _FULL_AT and rows[0][_FULL_AT] is not None:
-        by_id = {r[3]: r for r in rows}  # whole rows came along: no primary-key read
-        return Found([_record_from_row(by_id[i][_FULL_AT:]) for i in ids], regret, hashes)
-    return Found(_records(ids), regret, hashes)
+        return regret, []
+    scope = search_text.Scope(records=records, mean_length=mean_length)
+    words = frozenset(search_text.query_words(ask.query))
+    depth = max(limit, embeddings.FUSION_DEPTH) if hybrid else limit
+    return regret, search_text.rank_rows(ask.terms, words, rows, scope, depth, at=3)
+
+
+def _held(rows: list[tuple], ids: list[int]) -> list[MemoryRecord] | None:
+    """The records of ``ids`` built from the rows, when their whole rows came along
+    (PostgreSQL, few candidates: no primary-key read); else None."""
+    if not ids:
+        return []
+    if len(rows[0]) <= _FULL_AT or rows[0][_FULL_AT] is None:
+        return None
+    by_id = {r[3]: r for r in rows}
+    return [_record_from_row(by_id[i][_FULL_AT:]) for i in ids]
 
 
 def _records(ids: list[int]) -> list[MemoryRecord]:
@@ -95,13 +162,14 @@ def _records(ids: list[int]) -> list[MemoryRecord]:
     if connection.vendor != "postgresql":
         by_id = MemoryRecord.objects.only(*RETURNED_FIELDS).in_bulk(ids)
         return [by_id[i] for i in ids if i in by_id]
-    columns = ", ".join(f.column for f in _RECORD_FIELDS)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns} FROM {MemoryRecord._meta.db_table} WHERE id = ANY(%s)",  # noqa: S608 - the model's table and columns
-            [ids],
-        )
-        by_id = {r.id: r for r in map(_record_from_row, cursor.fetchall())}
+        cursor.execute(_RECORDS_SQL, [ids])
+        return _in_order(ids, cursor.fetchall())
+
+
+def _in_order(ids: list[int], rows: list[tuple]) -> list[MemoryRecord]:
+    """Records from ``_RECORDS_SQL``'s rows, in the order of ``ids``."""
+    by_id = {r.id: r for r in map(_record_from_row, rows)}
     return [by_id[i] for i in ids if i in by_id]
 
 
@@ -127,6 +195,11 @@ RETURNED_FIELDS = (
 _RECORD_FIELDS = [MemoryRecord._meta.get_field(name) for name in RETURNED_FIELDS]
 _RECORD_ATTNAMES = [f.attname for f in _RECORD_FIELDS]
 _RECORD_CONVERTERS = [(i, f) for i, f in enumerate(_RECORD_FIELDS) if hasattr(f, "from_db_value")]
+# PostgreSQL: the RETURNED_FIELDS of the records whose ids are the parameter.
+_RECORDS_SQL = (
+    f"SELECT {', '.join(f.column for f in _RECORD_FIELDS)} "  # noqa: S608 - the model's table and columns
+    f"FROM {MemoryRecord._meta.db_table} WHERE id = ANY(%s)"
+)
 
 # The statement both databases run: the regret check, the user's totals
 # (UserMemoryStats) and the candidates (id, search tokens, length, written at in
@@ -173,7 +246,7 @@ _FULL_AT = 9  # the first whole-row column of a candidate row
 _PG_FULL = ", ".join(f"w.{f.column}" for f in _RECORD_FIELDS)
 
 
-def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_params) -> list[tuple]:
+def _candidates_postgres(ask: _Ask) -> list[tuple]:
     """(regret, user's records, their mean length, then id, search tokens, length,
     written_at, live, author of a candidate) per candidate.
 
@@ -194,8 +267,18 @@ def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_param
     string may hold several statements; there it is prepared once per connection
     (``one_trip.execute_prepared``): not parsed nor planned again.
     """
+    sql, params = _postgres_statement(ask)
+    with connection.cursor() as cursor:
+        if not isinstance(cursor.cursor, psycopg.ClientCursor):  # server-side binding
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+        return one_trip.execute_prepared(cursor, _PLANNER, sql, _PLANNER_BACK, params)
+
+
+def _postgres_statement(ask: _Ask) -> tuple[str, list]:
+    """``_candidates_postgres``'s statement and its parameters."""
     sql = _PG_STATEMENT.format(
-        regret=regret_sql,
+        regret=ask.regret_sql,
         stats=UserMemoryStats._meta.db_table,
         written_at="(extract(epoch FROM COALESCE(r.entry_timestamp, r.created_at))"
         " * 1000000)::int8",
@@ -205,21 +288,17 @@ def _candidates_postgres(app_name, user_id, terms, now, regret_sql, regret_param
         fold=FOLD_CANDIDATES,
     )
     params = [
-        now,
-        app_name,
+        ask.now,
+        ask.app_name,
         pure.DEFAULTS.ttl.days,
-        " | ".join(_tsquery_lexeme(t.token) for t in terms),
-        app_name,
-        user_id,
-        *regret_params,
-        app_name,
-        user_id,
+        " | ".join(_tsquery_lexeme(t.token) for t in ask.terms),
+        ask.app_name,
+        ask.user_id,
+        *ask.regret_params,
+        ask.app_name,
+        ask.user_id,
     ]
-    with connection.cursor() as cursor:
-        if not isinstance(cursor.cursor, psycopg.ClientCursor):  # server-side binding
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-        return one_trip.execute_prepared(cursor, _PLANNER, sql, _PLANNER_BACK, params)
+    return sql, params
 
 
 # The planner settings of the ranked statement (see ``_candidates_postgres``).
@@ -250,14 +329,15 @@ def _tsquery_lexeme(token: str) -> str:
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _candidates_sqlite(app_name, user_id, terms, now, regret_sql, regret_params) -> list[tuple]:
+def _candidates_sqlite(ask: _Ask) -> list[tuple]:
     """The same rows as ``_candidates_postgres``."""
+    app_name, user_id, terms, now = ask.app_name, ask.user_id, ask.terms, ask.now
     table = MemoryRecord._meta.db_table
     fts = f"{table}_fts"
     cutoff = pure.ttl_cutoff(now, policy_for(app_name).params())
     match = " OR ".join('"' + t.token.replace('"', '""') + '"' for t in terms)
     sql = _STATEMENT.format(
-        regret=regret_sql,
+        regret=ask.regret_sql,
         stats=UserMemoryStats._meta.db_table,
         mean_length="CAST(s.tokens AS REAL) / NULLIF(s.records, 0)",
         written_at="COALESCE(r.entry_timestamp, r.created_at)",
@@ -270,7 +350,7 @@ def _candidates_sqlite(app_name, user_id, terms, now, regret_sql, regret_params)
         cursor.execute(
             sql,
             [
-                *regret_params,
+                *ask.regret_params,
                 app_name,
                 user_id,
                 connection.ops.adapt_datetimefield_value(cutoff),

@@ -234,7 +234,7 @@ def clean_touch_buffer():
     (touches, searches' history entries and counters, which a later flush would add)."""
     import redis
 
-    from records import later, touches
+    from records import aio, later, touches
 
     def clear():
         touches.redis_client.cache_clear()  # the configured Redis, not a test's own
@@ -251,4 +251,5 @@ def clean_touch_buffer():
     clear()
     yield
     later.drain()  # a search's writes still queued land now, then go (records.later)
+    aio.close_all()  # an event loop's connection left open would block the database's drop
     clear()

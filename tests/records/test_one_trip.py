@@ -7,7 +7,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from records import one_trip
+from records import aio, one_trip
+
+from ..asyncutil import run
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -96,3 +98,35 @@ def test_a_statement_already_prepared_by_another_client_stops_preparing(monkeypa
         monkeypatch.setattr(one_trip, "_prepared", weakref.WeakKeyDictionary())  # a new client
         assert one_trip.execute_prepared(cursor, [], "SELECT %s::int", [], [6]) == [(6,)]
     assert not one_trip._preparing
+
+
+async def _loop_prepared(params_list, *, forget_after_first=False):
+    """Run ``SELECT %s::int`` prepared on the loop's connection for each parameter; the
+    rows and the connection's prepared statements after."""
+    conn = await aio.connection()
+    rows = []
+    async with conn.cursor() as cursor:
+        for i, value in enumerate(params_list):
+            rows.append(await one_trip.aexecute_prepared(cursor, [], "SELECT %s::int", [], [value]))
+            if forget_after_first and i == 0:
+                await cursor.execute("DEALLOCATE ALL")  # as a pooler in transaction mode
+        await cursor.execute("SELECT name FROM pg_prepared_statements")
+        names = {name for (name,) in await cursor.fetchall()}
+    return rows, names
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_event_loops_connection_prepares_once_too(monkeypatch):
+    monkeypatch.setattr(one_trip, "_preparing", True)
+    rows, names = run(_loop_prepared([1, 2, 3]))
+    assert rows == [[(1,)], [(2,)], [(3,)]]
+    assert len(names) == 1 and names.pop().startswith("memadmin_")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_event_loops_connection_stops_preparing_when_forgotten(monkeypatch, caplog):
+    monkeypatch.setattr(one_trip, "_preparing", True)
+    rows, names = run(_loop_prepared([5, 6, 7], forget_after_first=True))
+    assert rows == [[(5,)], [(6,)], [(7,)]]
+    assert "prepared statements off" in caplog.text and not one_trip._preparing
+    assert names == set()

@@ -46,6 +46,10 @@ def _entry(text, days_ago):
 
 @pytest.fixture
 def memory():
+    return store_memory()
+
+
+def store_memory():
     """Hundreds of allergy records (one per substance, newer as the number grows) and
     the labelled records, stored through add_memory."""
     entries = [
