@@ -8,6 +8,8 @@ never a user id, never content.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from django.db.backends.signals import connection_created
 from django_prometheus.db import metrics as db_metrics
 from django_prometheus.db.common import ExceptionCounterByType
@@ -45,8 +47,16 @@ def _timed_query(execute, sql, params, many, context):
     counts the same statements without touching the driver.
     """
     connection = context["connection"]
-    labels = {"alias": connection.alias, "vendor": connection.vendor}
     statements = len(params) if many and isinstance(params, list | tuple) else 1
+    with database_statement(connection.alias, connection.vendor, statements, many=many):
+        return execute(sql, params, many, context)
+
+
+@contextmanager
+def database_statement(alias: str, vendor: str, statements: int = 1, *, many: bool = False):
+    """Count and time a query string in django-prometheus's database metrics: Django's
+    (``_timed_query``) and the event loop's own connection's (``records.aio``)."""
+    labels = {"alias": alias, "vendor": vendor}
     db_metrics.execute_total.labels(**labels).inc(statements)
     if many:
         db_metrics.execute_many_total.labels(**labels).inc(statements)
@@ -54,11 +64,15 @@ def _timed_query(execute, sql, params, many, context):
         db_metrics.query_duration_seconds.labels(**labels).time(),
         ExceptionCounterByType(db_metrics.errors_total, extra_labels=labels),
     ):
-        return execute(sql, params, many, context)
+        yield
+
+
+def count_database_connection(alias: str, vendor: str) -> None:
+    db_metrics.connections_total.labels(alias, vendor).inc()
 
 
 def _on_connection_created(sender, connection, **kwargs):
-    db_metrics.connections_total.labels(connection.alias, connection.vendor).inc()
+    count_database_connection(connection.alias, connection.vendor)
     if _timed_query not in connection.execute_wrappers:
         connection.execute_wrappers.append(_timed_query)
 

@@ -10,7 +10,9 @@ default database (its adapters, so rows decode as the ORM's do; its time zone), 
 autocommit, with client-side binding as Django's own (``records.one_trip``). psycopg
 serialises a connection's statements, as the single thread of ``sync_to_async`` did.
 A broken or closed connection is replaced on the next call. It sees what is
-committed, as the thread's connection in autocommit did.
+committed, as the thread's connection in autocommit did. Its statements count in the
+same database metrics as Django's (``statement``), and OpenTelemetry's psycopg
+instrumentation traces them as it does Django's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import weakref
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from psycopg import sql
+
+from memadmin import counters
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, psycopg.AsyncConnection] = (
     weakref.WeakKeyDictionary()
@@ -39,7 +43,13 @@ async def connection() -> psycopg.AsyncConnection:
         await opened.close()
         return conn
     _by_loop[loop] = opened
+    counters.count_database_connection(DEFAULT_DB_ALIAS, "postgresql")
     return opened
+
+
+def statement():
+    """Count and time one query string on the connection, as Django's are."""
+    return counters.database_statement(DEFAULT_DB_ALIAS, "postgresql")
 
 
 async def _connect() -> psycopg.AsyncConnection:

@@ -95,12 +95,15 @@ async def afind(
     sql, params = _postgres_statement(ask)
     conn = await aio.connection()
     async with conn.cursor() as cursor:
-        rows = await one_trip.aexecute_prepared(cursor, _PLANNER, sql, _PLANNER_BACK, params)
+        with aio.statement():
+            rows = await one_trip.aexecute_prepared(cursor, _PLANNER, sql, _PLANNER_BACK, params)
         regret, ids = _ranked(ask, rows, limit, False)
         held = _held(rows, ids)
         if held is None:
-            await cursor.execute(_RECORDS_SQL, [ids])
-            held = _in_order(ids, await cursor.fetchall())
+            with aio.statement():
+                await cursor.execute(_RECORDS_SQL, [ids])
+                rows = await cursor.fetchall()
+            held = _in_order(ids, rows)
     return Found(held, regret, ask.hashes)
 
 

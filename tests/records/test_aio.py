@@ -5,6 +5,7 @@ import asyncio
 
 import pytest
 from django.conf import settings
+from prometheus_client import REGISTRY
 
 from records import aio, feedback, search, touches
 from records.memory_service import EvictingMemoryService, to_memory_entry
@@ -112,3 +113,14 @@ def test_without_the_touch_buffer_the_search_runs_in_djangos_thread(memory, sett
         assert answer(found) == answer(search.find(APP, USER, "Zurich", NOW))
     finally:
         touches.redis_client.cache_clear()
+
+
+def test_the_loops_statements_count_in_the_database_metrics(memory):
+    labels = {"alias": "default", "vendor": "postgresql"}
+
+    def executed():
+        return REGISTRY.get_sample_value("django_db_execute_total", labels) or 0
+
+    before = executed()
+    run(search.afind(APP, USER, "allergy", NOW))  # the ranked statement, then the ten by id
+    assert executed() - before == 2

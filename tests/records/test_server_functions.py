@@ -2,7 +2,6 @@
 statements they are made from do (``records.server_functions``)."""
 
 import random
-from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
@@ -13,7 +12,7 @@ from records.models import EvictedRecord, EvictionEvent, MemoryRecord, RegretTer
 from records.policy import PolicyParams
 from records.victims import one_user_victims_query, select_victims, victims_query
 
-from .test_victims import NOW, random_records
+from .test_victims import NOW, random_records, random_world
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -27,22 +26,7 @@ def _rows(sql, params):
 @pytest.mark.parametrize("seed", range(8))
 def test_the_function_returns_the_statements_rows_on_random_data(seed):
     rng = random.Random(seed)
-    params = PolicyParams(
-        ttl=timedelta(days=rng.choice([30, 365])),
-        half_life=timedelta(hours=rng.choice([24, 720])),
-        max_records=rng.choice([1, 10, 50]),
-        max_tokens=rng.choice([50, 1000, 40_000]),
-        w_recency=0.4,
-        w_frequency=0.2,
-        w_importance=0.4,
-        fresh_start=rng.choice([0.0, 1.0]),
-        past_due_half_life=timedelta(hours=rng.choice([0, 24, 336])),
-        supersede=rng.random() < 0.7,
-    )
-    users = [f"u{i}" for i in range(3)]
-    for user in users:
-        random_records(rng, "app", user, rng.randint(0, 120))
-    random_records(rng, "other-app", "u0", 30)
+    params, users = random_world(rng)
     assert server_functions.ensure()
     for user in ["nobody", *users]:
         call, values = one_user_victims_query("app", user, NOW, params)

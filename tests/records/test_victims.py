@@ -49,9 +49,9 @@ def random_records(rng, app, user, n):
     MemoryRecord.objects.bulk_create(objs)
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_sql_selection_equals_pure_policy_on_random_data(seed):
-    rng = random.Random(seed)
+def random_world(rng: random.Random) -> tuple[PolicyParams, list[str]]:
+    """A random policy, three users of "app" holding random records, and records of
+    another app (which a selection for "app" must never touch)."""
     params = PolicyParams(
         ttl=timedelta(days=rng.choice([30, 365])),
         half_life=timedelta(hours=rng.choice([24, 720])),
@@ -67,7 +67,14 @@ def test_sql_selection_equals_pure_policy_on_random_data(seed):
     users = [f"u{i}" for i in range(3)]
     for user in users:
         random_records(rng, "app", user, rng.randint(0, 120))
-    random_records(rng, "other-app", "u0", 30)  # must never be touched
+    random_records(rng, "other-app", "u0", 30)
+    return params, users
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sql_selection_equals_pure_policy_on_random_data(seed):
+    rng = random.Random(seed)
+    params, users = random_world(rng)
 
     sql = select_victims("app", None, NOW, params)
     for user in users:
