@@ -93,6 +93,7 @@ def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:
     """Keep replay metadata of victims about to be deleted (caller holds the lock)."""
     ids = [v.id for v in victims]
     rows = []
+    known: dict[str, str] = {}  # a term's hash, once per call (a user's words repeat)
     for start in range(0, len(ids), 1000):
         for r in MemoryRecord.objects.filter(id__in=ids[start : start + 1000]).only(
             "id",
@@ -126,7 +127,7 @@ def note_evictions(app_name: str, victims: Sequence, now: datetime) -> int:
                     due_at=r.due_at,
                     slot=r.slot or "",
                     stated_at=r.entry_timestamp,
-                    term_hashes=record_hashes(r.content),
+                    term_hashes=record_hashes(r.content, known),
                     information=information,
                     informed=informed,
                 )
@@ -148,7 +149,7 @@ def information_kept(content: str, source: str, rule: str) -> tuple[float | None
 def record_hashes(content: str, known: dict[str, str] | None = None) -> list[str]:
     """The keyed hashes of a record's terms, as ``feedback.remember_evicted`` keeps them.
     ``known``: term -> hash, filled as it goes, for a caller hashing many records at
-    once (the backtest's read); the caller drops it with the records' text."""
+    once (an eviction, the backtest's read); the caller drops it with the records' text."""
     terms = dict.fromkeys(feedback._terms(content))
     if known is None:
         return list(dict.fromkeys(feedback.term_hash(t) for t in terms))

@@ -639,6 +639,7 @@ def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) 
     ids = [v.id for v in victims]
     if contents is None or any(i not in contents for i in ids):
         contents = dict(MemoryRecord.objects.filter(id__in=ids).values_list("id", "content"))
+    known: dict[str, str] = {}  # a term's hash, once per eviction (a user's words repeat)
     rows = [
         {
             "id": v.id,
@@ -651,7 +652,7 @@ def _pg_evict(app_name, victims, now, policy_version, run_id, reason, contents) 
             "t": v.tokens,
             "k": v.dedupe_key,
             "n": v.superseded_by,
-            "h": access_log.record_hashes(contents[v.id]) if v.id in contents else None,
+            "h": access_log.record_hashes(contents[v.id], known) if v.id in contents else None,
             "inf": information_importance(contents[v.id]) if v.id in contents else None,
             "g": (reason or v.reason) in REGRET_REASONS,
         }
