@@ -9,7 +9,9 @@ One connection per running loop, opened on first use with Django's settings for 
 default database (its adapters, so rows decode as the ORM's do; its time zone), in
 autocommit, with client-side binding as Django's own (``records.one_trip``). psycopg
 serialises a connection's statements, as the single thread of ``sync_to_async`` did.
-A broken or closed connection is replaced on the next call. It sees what is
+A broken or closed connection is replaced on the next call, and a read that finds its
+connection broken (the server restarted, an idle connection was cut) runs once more on a
+new one (``read``). It sees what is
 committed, as the thread's connection in autocommit did. Its statements count in the
 same database metrics as Django's (``statement``), and OpenTelemetry's psycopg
 instrumentation traces them as it does Django's.
@@ -18,13 +20,17 @@ instrumentation traces them as it does Django's.
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
+from collections.abc import Awaitable, Callable
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from psycopg import sql
 
 from memadmin import counters
+
+log = logging.getLogger(__name__)
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, psycopg.AsyncConnection] = (
     weakref.WeakKeyDictionary()
@@ -50,6 +56,20 @@ async def connection() -> psycopg.AsyncConnection:
 def statement():
     """Count and time one query string on the connection, as Django's are."""
     return counters.database_statement(DEFAULT_DB_ALIAS, "postgresql")
+
+
+async def read[T](work: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
+    """``work`` on the running loop's connection; if that connection turns out broken,
+    once more on a new one (a read can be repeated; the agent's turn does not fail for
+    a connection the server dropped while it was idle)."""
+    conn = await connection()
+    try:
+        return await work(conn)
+    except psycopg.OperationalError:
+        if not conn.broken:
+            raise
+        log.warning("the event loop's database connection was broken; read again on a new one")
+        return await work(await connection())
 
 
 async def _connect() -> psycopg.AsyncConnection:

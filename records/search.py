@@ -93,17 +93,23 @@ async def afind(
     if ask is None:
         return Found([], False, [])
     sql, params = _postgres_statement(ask)
-    conn = await aio.connection()
-    async with conn.cursor() as cursor:
-        with aio.statement():
-            rows = await one_trip.aexecute_prepared(cursor, _PLANNER, sql, _PLANNER_BACK, params)
-        regret, ids = _ranked(ask, rows, limit, False)
-        held = _held(rows, ids)
-        if held is None:
+
+    async def read(conn) -> tuple[bool, list[MemoryRecord]]:
+        async with conn.cursor() as cursor:
             with aio.statement():
-                await cursor.execute(_RECORDS_SQL, [ids])
-                rows = await cursor.fetchall()
-            held = _in_order(ids, rows)
+                rows = await one_trip.aexecute_prepared(
+                    cursor, _PLANNER, sql, _PLANNER_BACK, params
+                )
+            regret, ids = _ranked(ask, rows, limit, False)
+            held = _held(rows, ids)
+            if held is None:
+                with aio.statement():
+                    await cursor.execute(_RECORDS_SQL, [ids])
+                    rows = await cursor.fetchall()
+                held = _in_order(ids, rows)
+        return regret, held
+
+    regret, held = await aio.read(read)
     return Found(held, regret, ask.hashes)
 
 

@@ -4,7 +4,9 @@ as the search in Django's thread, on a connection of the loop's own."""
 import asyncio
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 from prometheus_client import REGISTRY
 
 from records import aio, feedback, search, touches
@@ -124,3 +126,23 @@ def test_the_loops_statements_count_in_the_database_metrics(memory):
     before = executed()
     run(search.afind(APP, USER, "allergy", NOW))  # the ranked statement, then the ten by id
     assert executed() - before == 2
+
+
+def test_a_search_on_a_connection_the_server_dropped_reads_again_on_a_new_one(memory, caplog):
+    async def search_across_a_dropped_connection():
+        first = await search.afind(APP, USER, "Zurich", NOW)
+        conn = await aio.connection()
+        await sync_to_async(_terminate)(conn.info.backend_pid)  # a restart, an idle cut
+        again = await search.afind(APP, USER, "Zurich", NOW)
+        return first, again, conn, await aio.connection()
+
+    first, again, dropped, now_used = run(search_across_a_dropped_connection())
+    assert answer(again) == answer(first) and len(again.records) == 1
+    assert dropped.broken and now_used is not dropped
+    assert "read again on a new one" in caplog.text
+
+
+def _terminate(pid: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+        assert cursor.fetchone() == (True,)
