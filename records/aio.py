@@ -1,75 +1,97 @@
-"""An asynchronous PostgreSQL connection per event loop, for the agent's search.
+"""Asynchronous PostgreSQL connections for the agent's search, shared by event loops.
 
 ``EvictingMemoryService.search_memory`` is awaited by the agent's event loop. Through
 Django it must hop to a thread (``sync_to_async``) and back: on a 2 ms search the hop
 cost 0.5–0.9 ms (two wake-ups across threads and cold caches after each), more than
-the ranking. With this connection the loop awaits the statement itself, no thread.
+the ranking. With these connections the loop awaits the statement itself, no thread.
 
-One connection per running loop, opened on first use with Django's settings for the
-default database (its adapters, so rows decode as the ORM's do; its time zone), in
-autocommit, with client-side binding as Django's own (``records.one_trip``). psycopg
-serialises a connection's statements, as the single thread of ``sync_to_async`` did.
-A broken or closed connection is replaced on the next call, and a read that finds its
-connection broken (the server restarted, an idle connection was cut) runs once more on a
-new one (``read``). It sees what is
-committed, as the thread's connection in autocommit did. Its statements count in the
-same database metrics as Django's (``statement``), and OpenTelemetry's psycopg
-instrumentation traces them as it does Django's.
+A process keeps a few idle connections (at most ``MAX_IDLE``), opened on demand with
+Django's settings for the default database (its adapters, so rows decode as the ORM's
+do; its time zone), in autocommit, with client-side binding as Django's own
+(``records.one_trip``). A search takes one for itself and gives it back (``read``), so
+searches of one loop run side by side, and a loop made for one call (ADK's
+``Runner.run``, ``async_to_sync``) reuses what an earlier loop gave back instead of
+connecting: a connection belongs to no loop, only to one task at a time. One that is
+broken, closed or inside a transaction when given back is closed, not kept; a read
+that finds its connection broken (the server restarted, or closed an idle connection)
+runs once more on a new one. Errors are Django's (``django.db.utils``), and the
+statements count in the same database metrics as Django's (``statement``);
+OpenTelemetry's psycopg instrumentation traces them as it does Django's. It sees what
+is committed, as a connection of Django's in autocommit does.
 """
 
 from __future__ import annotations
 
-import asyncio
+import atexit
 import logging
-import weakref
+import threading
 from collections.abc import Awaitable, Callable
+from contextlib import contextmanager
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
 from psycopg import sql
 
 from memadmin import counters
 
 log = logging.getLogger(__name__)
 
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, psycopg.AsyncConnection] = (
-    weakref.WeakKeyDictionary()
-)
+MAX_IDLE = 4
 
-
-async def connection() -> psycopg.AsyncConnection:
-    """The running loop's connection, opened (or replaced) if need be."""
-    loop = asyncio.get_running_loop()
-    conn = _by_loop.get(loop)
-    if conn is not None and not conn.closed and not conn.broken:
-        return conn
-    opened = await _connect()
-    conn = _by_loop.get(loop)  # another task of the loop may have opened one meanwhile
-    if conn is not None and not conn.closed and not conn.broken:
-        await opened.close()
-        return conn
-    _by_loop[loop] = opened
-    counters.count_database_connection(DEFAULT_DB_ALIAS, "postgresql")
-    return opened
-
-
-def statement():
-    """Count and time one query string on the connection, as Django's are."""
-    return counters.database_statement(DEFAULT_DB_ALIAS, "postgresql")
+_idle: list[psycopg.AsyncConnection] = []
+_idle_lock = threading.Lock()
 
 
 async def read[T](work: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
-    """``work`` on the running loop's connection; if that connection turns out broken,
-    once more on a new one (a read can be repeated; the agent's turn does not fail for
-    a connection the server dropped while it was idle)."""
-    conn = await connection()
-    try:
-        return await work(conn)
-    except psycopg.OperationalError:
-        if not conn.broken:
-            raise
-        log.warning("the event loop's database connection was broken; read again on a new one")
-        return await work(await connection())
+    """``work`` on a connection of its own, given back after; if that connection turns
+    out broken, once more on a new one (a read can be repeated: the agent's turn does
+    not fail for a connection the server dropped while it was idle)."""
+    with connections[DEFAULT_DB_ALIAS].wrap_database_errors:  # Django's error classes
+        conn = await _take()
+        try:
+            return await work(conn)
+        except (psycopg.OperationalError, OperationalError):  # raw, or wrapped by statement
+            if not conn.broken:
+                raise
+            log.warning("an idle database connection was broken; read again on a new one")
+            _close(conn)
+            conn = await _connect()
+            return await work(conn)
+        finally:
+            _give_back(conn)
+
+
+@contextmanager
+def statement():
+    """Count and time one query string on a connection of ``read``, its errors as
+    Django's (so the metrics' error types are those of Django's statements)."""
+    with (
+        counters.database_statement(DEFAULT_DB_ALIAS, "postgresql"),
+        connections[DEFAULT_DB_ALIAS].wrap_database_errors,
+    ):
+        yield
+
+
+async def _take() -> psycopg.AsyncConnection:
+    with _idle_lock:
+        while _idle:
+            conn = _idle.pop()
+            if not conn.closed and not conn.broken:
+                return conn
+    return await _connect()
+
+
+def _give_back(conn: psycopg.AsyncConnection) -> None:
+    if not conn.closed and not conn.broken and _idle_now(conn):
+        with _idle_lock:
+            if len(_idle) < MAX_IDLE:
+                _idle.append(conn)
+                return
+    _close(conn)
+
+
+def _idle_now(conn: psycopg.AsyncConnection) -> bool:
+    return conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
 async def _connect() -> psycopg.AsyncConnection:
@@ -89,21 +111,29 @@ async def _connect() -> psycopg.AsyncConnection:
         if role:
             await conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
     except BaseException:
-        await conn.close()
+        _close(conn)
         raise
+    counters.count_database_connection(DEFAULT_DB_ALIAS, "postgresql")
     return conn
 
 
-async def close() -> None:
-    """Close the running loop's connection (a new one opens on the next call)."""
-    conn = _by_loop.pop(asyncio.get_running_loop(), None)
-    if conn is not None:
-        await conn.close()
+def _close(conn: psycopg.AsyncConnection) -> None:
+    """Close from any thread, with or without a loop: ``AsyncConnection.close`` awaits
+    nothing but the end of the libpq connection, which this is."""
+    conn.pgconn.finish()
 
 
-def close_all() -> None:
-    """Close every loop's connection, from outside any loop (tests, shutdown). Closing
-    awaits nothing: it only ends the libpq connection."""
-    while _by_loop:
-        _loop, conn = _by_loop.popitem()
-        asyncio.run(conn.close())
+def idle() -> int:
+    """How many connections are kept idle now."""
+    with _idle_lock:
+        return len(_idle)
+
+
+@atexit.register
+def close_idle() -> None:
+    """Close the idle connections (tests, shutdown); those in use close when given back
+    only if the pool is full, so call this when no search is running."""
+    with _idle_lock:
+        kept, _idle[:] = list(_idle), []
+    for conn in kept:
+        _close(conn)

@@ -32,10 +32,18 @@ _pid: int | None = None
 def submit(job: Callable[..., object], *args) -> bool:
     """Run ``job(*args)`` on the background thread; False when it ran here instead
     (the queue was full)."""
+    if try_submit(job, *args):
+        return True
+    _run(job, args)
+    return False
+
+
+def try_submit(job: Callable[..., object], *args) -> bool:
+    """Queue ``job(*args)`` for the background thread; False, and nothing run, when the
+    queue is full (a caller on an event loop then runs it in a thread of its own)."""
     try:
         _queue().put_nowait((job, args))
     except queue.Full:
-        _run(job, args)
         return False
     return True
 

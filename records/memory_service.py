@@ -26,7 +26,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from . import search, store
+from . import later, search, store
 from .extract import memory_key
 from .ids import check_scope
 from .models import MemoryRecord
@@ -138,11 +138,14 @@ async def asearch_entries(
 ) -> list[MemoryEntry]:
     """``search_entries`` for the agent's event loop, its note after the answer (the turn
     does not wait for the touch: ``records.later``). Where ``search.answers_in_loop``,
-    without a thread: the statement is awaited on the loop's connection (``records.aio``)."""
+    without a thread: the statement is awaited on a connection of ``records.aio``."""
     if not search.answers_in_loop():
         return await sync_to_async(search_entries)(app_name, user_id, query, now, note_later=True)
     found = await search.afind(app_name, user_id, query, now)
-    search.note_after_answer(app_name, user_id, found, now)  # handed to records.later
+    if not later.try_submit(search.note, app_name, user_id, found, now):
+        # The queue is full: the note's Redis call (and its database fallback) must not
+        # run on the loop, so it runs in Django's thread before the answer, as before.
+        await sync_to_async(search.note)(app_name, user_id, found, now)
     return [to_memory_entry(r) for r in found.records]
 
 

@@ -251,5 +251,5 @@ def clean_touch_buffer():
     clear()
     yield
     later.drain()  # a search's writes still queued land now, then go (records.later)
-    aio.close_all()  # an event loop's connection left open would block the database's drop
+    aio.close_idle()  # an idle connection left open would block the database's drop
     clear()

@@ -2,15 +2,17 @@
 as the search in Django's thread, on a connection of the loop's own."""
 
 import asyncio
+import threading
 
 import pytest
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
+from django.db.utils import ProgrammingError
 from prometheus_client import REGISTRY
 
-from records import aio, feedback, search, touches
+from records import aio, feedback, later, search, touches
 from records.memory_service import EvictingMemoryService, to_memory_entry
+from records.models import MemoryRecord, SearchLog
 
 from ..asyncutil import run
 from .test_search import APP, NOW, USER, store_memory
@@ -56,17 +58,27 @@ def test_the_loop_answers_as_the_thread_does(memory, query):
         assert len(in_loop.records) == search.SEARCH_LIMIT
 
 
-def test_the_statement_runs_prepared_on_the_loops_connection(memory):
-    async def search_then_look():
-        await search.afind(APP, USER, "Zurich", NOW)
-        conn = await aio.connection()
-        cursor = await conn.execute("SELECT name FROM pg_prepared_statements")
-        return {name for (name,) in await cursor.fetchall()}
+def test_many_candidates_are_ranked_in_a_thread_to_the_same_answer(memory, monkeypatch):
+    monkeypatch.setattr(search, "RANK_ON_LOOP", 0)  # every candidate set counts as large
+    for query in ("allergy", "Zurich"):
+        in_loop = run(search.afind(APP, USER, query, NOW))
+        assert answer(in_loop) == answer(search.find(APP, USER, query, NOW))
 
-    assert any(name.startswith("memadmin_") for name in run(search_then_look()))
+
+async def _prepared_names(conn):
+    cursor = await conn.execute("SELECT name FROM pg_prepared_statements")
+    return {name for (name,) in await cursor.fetchall()}
+
+
+def test_the_statement_runs_prepared_on_the_connection_of_the_loop(memory):
+    aio.close_idle()
+    run(search.afind(APP, USER, "Zurich", NOW))
+    assert aio.idle() == 1  # the search's connection, given back
+    assert any(name.startswith("memadmin_") for name in run(aio.read(_prepared_names)))
 
 
 def test_the_agents_search_memory_answers_from_the_loop(memory):
+    aio.close_idle()
     response = run(
         EvictingMemoryService(clock=lambda: NOW).search_memory(
             app_name=APP, user_id=USER, query="Zurich"
@@ -74,36 +86,117 @@ def test_the_agents_search_memory_answers_from_the_loop(memory):
     )
     [entry] = response.memories
     assert entry.content.parts[0].text == "We moved to Zürich last spring"
+    assert aio.idle() == 1  # it ran on a connection of records.aio, not in a thread
 
 
-def test_a_loop_keeps_its_connection_and_replaces_a_closed_one():
-    async def connections_of_one_loop():
-        first = await aio.connection()
-        again = await aio.connection()
-        await first.close()
-        replaced = await aio.connection()
-        return first, again, replaced
-
-    first, again, replaced = run(connections_of_one_loop())
-    assert first is again and replaced is not first
-    other = run(aio.connection())  # another loop, another connection
-    assert other is not replaced and other.closed  # run() closed it with its loop
+async def _itself(conn):
+    return conn
 
 
-def test_two_tasks_opening_at_once_share_one_connection():
-    async def both():
-        return await asyncio.gather(aio.connection(), aio.connection())
+def test_a_connection_given_back_serves_the_next_read_of_any_loop():
+    aio.close_idle()
+    first = run(aio.read(_itself))
+    assert aio.idle() == 1
+    second = run(aio.read(_itself))  # another loop (asyncio.run), as ADK's Runner.run makes
+    assert second is first and not first.closed and aio.idle() == 1
 
-    first, second = run(both())
-    assert first is second
+
+def test_reads_at_once_each_take_a_connection_and_the_surplus_is_closed():
+    aio.close_idle()
+    at_once = aio.MAX_IDLE + 2
+
+    async def reads():
+        barrier = asyncio.Barrier(at_once)
+
+        async def hold(conn):
+            await barrier.wait()  # every read holds its connection at the same time
+            return conn
+
+        return await asyncio.gather(*(aio.read(hold) for _ in range(at_once)))
+
+    held = run(reads())
+    assert len({id(c) for c in held}) == at_once
+    assert aio.idle() == aio.MAX_IDLE
+    assert sum(c.closed for c in held) == at_once - aio.MAX_IDLE
+
+
+def test_searches_at_once_on_one_loop_answer_as_the_thread_does(memory):
+    async def all_at_once():
+        return await asyncio.gather(*(search.afind(APP, USER, q, NOW) for q in QUERIES))
+
+    for query, found in zip(QUERIES, run(all_at_once()), strict=True):
+        assert answer(found) == answer(search.find(APP, USER, query, NOW))
+
+
+def test_searches_of_loops_in_two_threads_answer_as_the_thread_does(memory, run_in_threads):
+    answers = {}
+
+    def loop_of_its_own(query):
+        return lambda: answers.__setitem__(query, run(search.afind(APP, USER, query, NOW)))
+
+    run_in_threads([loop_of_its_own("Zurich"), loop_of_its_own("allergy")])
+    for query, found in answers.items():
+        assert answer(found) == answer(search.find(APP, USER, query, NOW))
+
+
+def test_a_connection_left_in_a_transaction_is_closed_not_kept():
+    aio.close_idle()
+
+    async def begin(conn):
+        await conn.execute("BEGIN")
+        return conn
+
+    conn = run(aio.read(begin))
+    assert conn.closed and aio.idle() == 0
+
+
+def test_errors_are_djangos():
+    async def bad(conn):
+        await conn.execute("SELECT * FROM no_such_table")
+
+    with pytest.raises(ProgrammingError):
+        run(aio.read(bad))
+    assert aio.idle() == 1  # the connection is fine: kept
 
 
 def test_the_connection_speaks_djangos_time_zone():
-    async def zone():
-        conn = await aio.connection()
+    async def zone(conn):
         return conn.info.parameter_status("TimeZone")
 
-    assert run(zone()) == settings.TIME_ZONE
+    assert run(aio.read(zone)) == settings.TIME_ZONE
+
+
+def test_with_the_queue_full_the_note_runs_in_djangos_thread_not_on_the_loop(
+    memory, settings, monkeypatch
+):
+    """When the background thread's queue is full the note (touch, history, counters)
+    runs before the answer, in Django's thread: with Redis down its database writes
+    land (on the loop they would be refused as synchronous database calls)."""
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # configured, and down
+    touches.redis_client.cache_clear()
+    monkeypatch.setattr(touches, "_redis_down_until", 0.0)  # restored after the test
+    started, release = threading.Event(), threading.Event()
+
+    def hold_the_thread():
+        started.set()
+        release.wait(30)
+
+    later.submit(hold_the_thread)  # the background thread waits...
+    assert started.wait(30)
+    try:
+        while later.try_submit(len, ""):  # ...behind a full queue
+            pass
+        run(
+            EvictingMemoryService(clock=lambda: NOW).search_memory(
+                app_name=APP, user_id=USER, query="Zurich"
+            )
+        )
+        [logged] = SearchLog.objects.filter(app_name=APP)  # written before the answer
+        assert logged.record_ids == [MemoryRecord.objects.get(content__startswith="We moved").id]
+    finally:
+        release.set()
+        later.drain()
+        touches.redis_client.cache_clear()
 
 
 def test_without_the_touch_buffer_the_search_runs_in_djangos_thread(memory, settings):
@@ -129,16 +222,13 @@ def test_the_loops_statements_count_in_the_database_metrics(memory):
 
 
 def test_a_search_on_a_connection_the_server_dropped_reads_again_on_a_new_one(memory, caplog):
-    async def search_across_a_dropped_connection():
-        first = await search.afind(APP, USER, "Zurich", NOW)
-        conn = await aio.connection()
-        await sync_to_async(_terminate)(conn.info.backend_pid)  # a restart, an idle cut
-        again = await search.afind(APP, USER, "Zurich", NOW)
-        return first, again, conn, await aio.connection()
-
-    first, again, dropped, now_used = run(search_across_a_dropped_connection())
+    aio.close_idle()
+    first = run(search.afind(APP, USER, "Zurich", NOW))
+    [dropped] = aio._idle
+    _terminate(dropped.info.backend_pid)  # a restart, an idle connection closed
+    again = run(search.afind(APP, USER, "Zurich", NOW))
     assert answer(again) == answer(first) and len(again.records) == 1
-    assert dropped.broken and now_used is not dropped
+    assert dropped.closed and aio._idle and aio._idle[0] is not dropped
     assert "read again on a new one" in caplog.text
 
 

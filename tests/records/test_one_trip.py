@@ -101,18 +101,23 @@ def test_a_statement_already_prepared_by_another_client_stops_preparing(monkeypa
 
 
 async def _loop_prepared(params_list, *, forget_after_first=False):
-    """Run ``SELECT %s::int`` prepared on the loop's connection for each parameter; the
-    rows and the connection's prepared statements after."""
-    conn = await aio.connection()
-    rows = []
-    async with conn.cursor() as cursor:
-        for i, value in enumerate(params_list):
-            rows.append(await one_trip.aexecute_prepared(cursor, [], "SELECT %s::int", [], [value]))
-            if forget_after_first and i == 0:
-                await cursor.execute("DEALLOCATE ALL")  # as a pooler in transaction mode
-        await cursor.execute("SELECT name FROM pg_prepared_statements")
-        names = {name for (name,) in await cursor.fetchall()}
-    return rows, names
+    """Run ``SELECT %s::int`` prepared on a connection of records.aio for each parameter;
+    the rows and the connection's prepared statements after."""
+
+    async def work(conn):
+        rows = []
+        async with conn.cursor() as cursor:
+            for i, value in enumerate(params_list):
+                rows.append(
+                    await one_trip.aexecute_prepared(cursor, [], "SELECT %s::int", [], [value])
+                )
+                if forget_after_first and i == 0:
+                    await cursor.execute("DEALLOCATE ALL")  # as a pooler in transaction mode
+            await cursor.execute("SELECT name FROM pg_prepared_statements")
+            return rows, {name for (name,) in await cursor.fetchall()}
+
+    aio.close_idle()  # a new connection: nothing prepared on it yet
+    return await aio.read(work)
 
 
 @pytest.mark.django_db(transaction=True)
