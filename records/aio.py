@@ -12,7 +12,8 @@ do; its time zone), in autocommit, with client-side binding as Django's own
 searches of one loop run side by side, and a loop made for one call (ADK's
 ``Runner.run``, ``async_to_sync``) reuses what an earlier loop gave back instead of
 connecting: a connection belongs to no loop, only to one task at a time. One that is
-broken, closed or inside a transaction when given back is closed, not kept; a read
+broken, closed or inside a transaction when given back is closed, not kept, as is one
+whose read was cancelled (what the server got of it is unknown: a PREPARE, say); a read
 that finds its connection broken (the server restarted, or closed an idle connection)
 runs once more on a new one. Errors are Django's (``django.db.utils``), and the
 statements count in the same database metrics as Django's (``statement``);
@@ -49,16 +50,21 @@ async def read[T](work: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
     with connections[DEFAULT_DB_ALIAS].wrap_database_errors:  # Django's error classes
         conn = await _take()
         try:
-            return await work(conn)
-        except (psycopg.OperationalError, OperationalError):  # raw, or wrapped by statement
-            if not conn.broken:
-                raise
-            log.warning("an idle database connection was broken; read again on a new one")
-            _close(conn)
-            conn = await _connect()
-            return await work(conn)
+            try:
+                return await work(conn)
+            except (psycopg.OperationalError, OperationalError):  # raw, or from statement
+                if not conn.broken:
+                    raise
+                log.warning("an idle database connection was broken; read again on a new one")
+                _close(conn)
+                conn = await _connect()
+                return await work(conn)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                _close(conn)  # cancelled mid-read: what the server got of it is unknown
+            raise
         finally:
-            _give_back(conn)
+            _give_back(conn)  # kept only if still fine
 
 
 @contextmanager

@@ -236,3 +236,20 @@ def _terminate(pid: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
         assert cursor.fetchone() == (True,)
+
+
+def test_a_read_cancelled_mid_statement_closes_its_connection():
+    aio.close_idle()
+    used = []
+
+    async def long_statement(conn):
+        used.append(conn)
+        await conn.execute("SELECT pg_sleep(30)")
+
+    async def cancelled():
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(aio.read(long_statement), timeout=0.5)
+
+    run(cancelled())
+    [conn] = used
+    assert conn.closed and aio.idle() == 0
