@@ -90,9 +90,9 @@ RANK_ON_LOOP = 1_000
 async def afind(
     app_name: str, user_id: str, query: str, now: datetime, *, limit: int = SEARCH_LIMIT
 ) -> Found:
-    """``find`` for a coroutine: where ``answers_in_loop``, its statements run on the
-    event loop's own connection (``records.aio``), no thread; elsewhere ``find`` runs
-    in Django's thread (``sync_to_async``)."""
+    """``find`` for a coroutine: where ``answers_in_loop``, its statements are awaited on
+    a connection of ``records.aio`` (taken for the search, given back after), no thread;
+    elsewhere ``find`` runs in Django's thread (``sync_to_async``)."""
     if not answers_in_loop():
         return await sync_to_async(find)(app_name, user_id, query, now, limit=limit)
     ask = _ask(app_name, user_id, query, now)
