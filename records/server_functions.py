@@ -112,11 +112,9 @@ def _ensure_one(cursor, statement: Statement) -> str:
     digest = hashlib.sha256(f"{kind}|{body}".encode()).hexdigest()
     name = f"memadmin_{statement.key}_{digest[:16]}"
     signature = f"{name}({arguments})"
-    cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [signature])
-    if not cursor.fetchone()[0]:
+    if not _exists(cursor, name):
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
-        cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [signature])
-        if not cursor.fetchone()[0]:
+        if not _exists(cursor, name):  # another connection may have made it meanwhile
             columns = ", ".join(f"o{i} {t}" for i, t in enumerate(returns))
             cursor.execute(
                 f"""CREATE FUNCTION {signature} RETURNS TABLE ({columns})
@@ -126,6 +124,24 @@ def _ensure_one(cursor, statement: Statement) -> str:
             )
     values = ", ".join(f"%({n})s::{statement.types[n]}" for n in names)
     return f"SELECT * FROM {name}({values})"  # noqa: S608 - our function
+
+
+def _exists(cursor, name: str) -> bool:
+    """Whether the function is in the schema ``CREATE FUNCTION`` would make it in.
+
+    Read from ``pg_proc`` by the statement's own snapshot, which sees a function another
+    connection committed while this one waited for the lock. ``to_regprocedure`` (what
+    this used) looks in the backend's catalog cache, which a transaction that waited on
+    an advisory lock has not refreshed: it said "missing", and the CREATE failed as a
+    duplicate (two processes' first ingests at once), leaving that connection on the
+    literal statements. The name holds a digest of the arguments, so it is the signature.
+    """
+    cursor.execute(
+        "SELECT EXISTS (SELECT FROM pg_proc"
+        " WHERE proname = %s AND pronamespace = current_schema()::regnamespace)",
+        [name],
+    )
+    return cursor.fetchone()[0]
 
 
 def _types(cursor, sql: str, values: dict) -> tuple[str, ...]:

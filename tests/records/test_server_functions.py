@@ -2,9 +2,12 @@
 statements they are made from do (``records.server_functions``)."""
 
 import random
+import threading
+import time
+import uuid
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 from records import server_functions, store
@@ -46,6 +49,64 @@ def test_inside_a_transaction_a_new_connection_keeps_the_literal_statement():
     assert server_functions.ensure()  # outside: created or found, and used from now on
     sql, _ = one_user_victims_query("app", "u", NOW, PolicyParams())
     assert "memadmin_victims_" in sql
+
+
+def test_two_connections_making_a_function_at_once_both_use_it(monkeypatch):
+    """Two processes' first ingests at once: the one that waited for the other's lock
+    sees the function the other made (it once failed as a duplicate and fell back)."""
+    key = f"race{uuid.uuid4().hex[:8]}"  # a function no database has yet
+    monkeypatch.setitem(
+        server_functions._STATEMENTS,
+        key,
+        server_functions.Statement(
+            key=key, build=lambda: ("SELECT %(n)s::int + 1 AS x", {"n": 1}), types={"n": "int"}
+        ),
+    )
+    lock = server_functions._CREATE_LOCK
+    outcome = {}
+
+    def first_ingest(tag):
+        try:
+            outcome[tag] = (server_functions.ensure(), server_functions.call(key))
+        finally:
+            connections.close_all()
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [lock])  # both find it missing, then wait
+    threads = [threading.Thread(target=first_ingest, args=(t,)) for t in "ab"]
+    try:
+        for t in threads:
+            t.start()
+        for _ in range(600):  # bounded: until both wait for the creators' lock
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                    " AND objid = %s AND NOT granted",
+                    [lock],
+                )
+                if cursor.fetchone()[0] == 2:
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the two connections never both waited for the lock")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock])
+        for t in threads:
+            t.join(timeout=60)
+    try:
+        assert outcome["a"][0] and outcome["b"][0]
+        assert outcome["a"][1] == outcome["b"][1]
+        assert f"memadmin_{key}_" in outcome["a"][1]
+        assert _rows(outcome["a"][1], {"n": 41}) == [(42,)]
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT p.oid::regprocedure::text FROM pg_proc AS p WHERE proname LIKE %s",
+                [f"memadmin_{key}_%"],
+            )
+            for (signature,) in cursor.fetchall():
+                cursor.execute(f"DROP FUNCTION {signature}")
 
 
 def test_an_ingest_outside_a_transaction_selects_through_the_function():
