@@ -12,7 +12,6 @@ from contextlib import contextmanager
 
 from django.db.backends.signals import connection_created
 from django_prometheus.db import metrics as db_metrics
-from django_prometheus.db.common import ExceptionCounterByType
 from prometheus_client import Counter
 
 INGESTS = Counter("memadmin_ingests", "Ingest calls (a session, events or memories).", ["app"])
@@ -55,16 +54,18 @@ def _timed_query(execute, sql, params, many, context):
 @contextmanager
 def database_statement(alias: str, vendor: str, statements: int = 1, *, many: bool = False):
     """Count and time a query string in django-prometheus's database metrics: Django's
-    (``_timed_query``) and the event loop's own connection's (``records.aio``)."""
+    (``_timed_query``) and the event loop's own connection's (``records.aio``). Its
+    errors count by type, as django-prometheus counts them; a cancellation does not."""
     labels = {"alias": alias, "vendor": vendor}
     db_metrics.execute_total.labels(**labels).inc(statements)
     if many:
         db_metrics.execute_many_total.labels(**labels).inc(statements)
-    with (
-        db_metrics.query_duration_seconds.labels(**labels).time(),
-        ExceptionCounterByType(db_metrics.errors_total, extra_labels=labels),
-    ):
-        yield
+    with db_metrics.query_duration_seconds.labels(**labels).time():
+        try:
+            yield
+        except Exception as exc:  # a cancelled statement (the caller gave up) is no error
+            db_metrics.errors_total.labels(**labels, type=type(exc).__name__).inc()
+            raise
 
 
 def count_database_connection(alias: str, vendor: str) -> None:

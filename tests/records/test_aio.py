@@ -7,7 +7,7 @@ import threading
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.db.utils import ProgrammingError
+from django.db.utils import DataError, ProgrammingError
 from prometheus_client import REGISTRY
 
 from records import aio, feedback, later, search, touches
@@ -238,13 +238,15 @@ def _terminate(pid: int) -> None:
         assert cursor.fetchone() == (True,)
 
 
-def test_a_read_cancelled_mid_statement_closes_its_connection():
+def test_a_read_cancelled_mid_statement_closes_its_connection_and_is_no_database_error():
     aio.close_idle()
     used = []
+    errors = _error_samples()
 
     async def long_statement(conn):
         used.append(conn)
-        await conn.execute("SELECT pg_sleep(30)")
+        with aio.statement():
+            await conn.execute("SELECT pg_sleep(30)")
 
     async def cancelled():
         with pytest.raises(TimeoutError):
@@ -253,3 +255,29 @@ def test_a_read_cancelled_mid_statement_closes_its_connection():
     run(cancelled())
     [conn] = used
     assert conn.closed and aio.idle() == 0
+    assert _error_samples() == errors  # the caller gave up: not an error of the database
+
+
+def test_a_failed_loop_statement_counts_as_a_database_error_by_its_type():
+    errors = _error_samples()
+
+    async def failing(conn):
+        with aio.statement():
+            await conn.execute("SELECT 1 / 0")
+
+    with pytest.raises(DataError):
+        run(aio.read(failing))
+    after = _error_samples()
+    assert after.pop("DataError", 0) == errors.pop("DataError", 0) + 1
+    assert after == errors
+
+
+def _error_samples() -> dict[str, float]:
+    """django_db_errors_total of the default database, by error type."""
+    return {
+        s.labels["type"]: s.value
+        for metric in REGISTRY.collect()
+        if metric.name == "django_db_errors"
+        for s in metric.samples
+        if s.name == "django_db_errors_total" and s.labels.get("alias") == "default"
+    }
