@@ -159,11 +159,16 @@ def test_errors_are_djangos():
     assert aio.idle() == 1  # the connection is fine: kept
 
 
-def test_the_connection_speaks_djangos_time_zone():
+def test_the_connection_speaks_djangos_time_zone(monkeypatch):
+    aio.close_idle()
+    monkeypatch.setenv("PGTZ", "America/New_York")  # the session's zone before ours is set
+
     async def zone(conn):
         return conn.info.parameter_status("TimeZone")
 
+    assert settings.TIME_ZONE != "America/New_York"
     assert run(aio.read(zone)) == settings.TIME_ZONE
+    aio.close_idle()
 
 
 def test_with_the_queue_full_the_note_runs_in_djangos_thread_not_on_the_loop(
