@@ -10,8 +10,9 @@ connection, and works behind a transaction pooler (PgBouncer), where named prepa
 statements do not. Each function's body is the statement's own SQL with its named
 parameters as the function's arguments, so every rule keeps one definition; the
 function's name carries a hash of that body, so a changed statement gets a function of
-its own (an older one is left unused), and so does a change of the result's column
-types.
+its own (an older one is left for the processes of the older version, until
+``manage.py server_functions --drop``: ``drop_unused``), and so does a change of the
+result's column types.
 
 The plans are generic (``plan_cache_mode = force_generic_plan`` on the function
 alone): with the default mode the server kept planning the selection on every call
@@ -99,7 +100,18 @@ def ensure() -> bool:
     return True
 
 
-def _ensure_one(cursor, statement: Statement) -> str:
+@dataclass(frozen=True)
+class _Function:
+    """A statement's function as this version of the code defines it."""
+
+    name: str
+    arguments: str
+    returns: tuple[str, ...]
+    body: str
+    call: str
+
+
+def _function(cursor, statement: Statement) -> _Function:
     sql, values = statement.build()
     names, body = _shape(sql)
     if set(names) != set(statement.types):
@@ -110,20 +122,71 @@ def _ensure_one(cursor, statement: Statement) -> str:
     returns = statement.returns or _types(cursor, sql, values)
     kind = f"{statement.key}|{returns}|{statement.volatile}|{arguments}"
     digest = hashlib.sha256(f"{kind}|{body}".encode()).hexdigest()
-    name = f"memadmin_{statement.key}_{digest[:16]}"
-    signature = f"{name}({arguments})"
-    if not _exists(cursor, name):
+    name = f"memadmin_{statement.key}_{digest[:_DIGEST]}"
+    values = ", ".join(f"%({n})s::{statement.types[n]}" for n in names)
+    call = f"SELECT * FROM {name}({values})"  # noqa: S608 - our function
+    return _Function(name, arguments, returns, body, call)
+
+
+_DIGEST = 16  # hex digits of the statement's digest in its function's name
+
+
+def _ensure_one(cursor, statement: Statement) -> str:
+    f = _function(cursor, statement)
+    if not _exists(cursor, f.name):
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
-        if not _exists(cursor, name):  # another connection may have made it meanwhile
-            columns = ", ".join(f"o{i} {t}" for i, t in enumerate(returns))
+        if not _exists(cursor, f.name):  # another connection may have made it meanwhile
+            columns = ", ".join(f"o{i} {t}" for i, t in enumerate(f.returns))
             cursor.execute(
-                f"""CREATE FUNCTION {signature} RETURNS TABLE ({columns})
+                f"""CREATE FUNCTION {f.name}({f.arguments}) RETURNS TABLE ({columns})
                 LANGUAGE plpgsql {"VOLATILE" if statement.volatile else "STABLE"}
                 SET plan_cache_mode = force_generic_plan
-                AS $memadmin$ BEGIN RETURN QUERY {body}; END $memadmin$"""
+                AS $memadmin$ BEGIN RETURN QUERY {f.body}; END $memadmin$"""
             )
-    values = ", ".join(f"%({n})s::{statement.types[n]}" for n in names)
-    return f"SELECT * FROM {name}({values})"  # noqa: S608 - our function
+    return f.call
+
+
+def unused() -> list[str]:
+    """The signatures of the statements' functions in the schema that this version of
+    the code does not call: made by earlier versions (a changed statement gets a
+    function of its own, and the old one stays). Only functions named as ours are
+    (``memadmin_<key>_<digest>`` for a registered key), never the stats triggers'."""
+    if connection.vendor != "postgresql":
+        return []
+    with transaction.atomic(), connection.cursor() as cursor:
+        current = {_function(cursor, s).name for s in _STATEMENTS.values()}
+        cursor.execute(
+            "SELECT proname, oid::regprocedure::text FROM pg_proc"
+            " WHERE pronamespace = current_schema()::regnamespace"
+            " AND starts_with(proname, 'memadmin_') ORDER BY proname"
+        )
+        found = cursor.fetchall()
+    return [signature for name, signature in found if name not in current and _ours(name)]
+
+
+def _ours(name: str) -> bool:
+    """Whether ``name`` is a statement function's (``memadmin_<key>_<hex digest>``)."""
+    return any(
+        _is_digest(name.removeprefix(prefix))
+        for prefix in (f"memadmin_{key}_" for key in _STATEMENTS)
+        if name.startswith(prefix)
+    )
+
+
+def _is_digest(text: str) -> bool:
+    return len(text) == _DIGEST and all(c in "0123456789abcdef" for c in text)
+
+
+def drop_unused() -> list[str]:
+    """Drop the functions ``unused`` lists, under the creators' lock; returns them.
+    Only once no process of an earlier version runs: one still calling a dropped
+    function fails its ingest."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
+        dropped = unused()
+        for signature in dropped:
+            cursor.execute(f"DROP FUNCTION IF EXISTS {signature}")  # from pg_proc
+    return dropped
 
 
 def _exists(cursor, name: str) -> bool:

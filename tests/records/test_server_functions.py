@@ -5,8 +5,10 @@ import random
 import threading
 import time
 import uuid
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
@@ -184,3 +186,49 @@ def test_the_eviction_function_writes_what_the_statement_writes():
     assert MemoryRecord.objects.filter(user_id="b").count() == n_a
     assert _written("a") == _written("b")
     assert _written("a")[0]  # something was evicted
+
+
+def _functions(pattern: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT oid::regprocedure::text FROM pg_proc WHERE proname LIKE %s ORDER BY 1",
+            [pattern],
+        )
+        return [signature for (signature,) in cursor.fetchall()]
+
+
+def test_functions_of_an_earlier_version_are_listed_then_dropped_and_ingest_goes_on():
+    assert server_functions.ensure()
+    current = _functions("memadmin\\_victims\\_%") + _functions("memadmin\\_evict\\_%")
+    with connection.cursor() as cursor:
+        # An earlier version's selection (another digest), and two names that are not
+        # a statement's function: neither may be touched.
+        cursor.execute(
+            "CREATE FUNCTION memadmin_victims_0123456789abcdef(text) RETURNS int"
+            " LANGUAGE sql AS 'SELECT 1'"
+        )
+        cursor.execute(
+            "CREATE FUNCTION memadmin_victims_helper(text) RETURNS int LANGUAGE sql AS 'SELECT 2'"
+        )
+    try:
+        assert server_functions.unused() == ["memadmin_victims_0123456789abcdef(text)"]
+        out = StringIO()
+        call_command("server_functions", stdout=out)
+        assert "memadmin_victims_0123456789abcdef(text)" in out.getvalue()
+        assert _functions("memadmin\\_victims\\_0123456789abcdef")  # listing drops nothing
+
+        out = StringIO()
+        call_command("server_functions", "--drop", stdout=out)
+        assert "1 function(s) dropped" in out.getvalue()
+        assert not _functions("memadmin\\_victims\\_0123456789abcdef")
+        assert _functions("memadmin\\_victims\\_helper")
+        assert _functions("memadmin\\_stats\\_insert")  # the triggers' functions stay
+        after = _functions("memadmin\\_victims\\_%") + _functions("memadmin\\_evict\\_%")
+        assert sorted(after) == sorted([*current, "memadmin_victims_helper(text)"])
+        assert server_functions.unused() == []
+        connection.close()  # a new connection: finds this version's functions, calls them
+        test_an_ingest_outside_a_transaction_selects_through_the_function()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP FUNCTION IF EXISTS memadmin_victims_0123456789abcdef(text)")
+            cursor.execute("DROP FUNCTION IF EXISTS memadmin_victims_helper(text)")
