@@ -8,4 +8,6 @@ class RecordsConfig(AppConfig):
     def ready(self) -> None:
         # Registers the SQLite score functions on every new connection; imported here so
         # that a connection opened before anything imports records.victims has them too.
-        from . import checks, victims  # noqa: F401
+        # Both register ingest's server-side statements (records.server_functions), which
+        # `manage.py server_functions` must know all of, even with the checks skipped.
+        from . import checks, store, victims  # noqa: F401

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 _PARAM = re.compile(r"%\((\w+)\)s")
 _CREATE_LOCK = 0x6D656D76  # an advisory lock key: creators of the functions queue on it
+_DIGEST = 16  # hex digits of the statement's digest in its function's name
+_READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,10 @@ _ready: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def register(statement: Statement) -> None:
+    # PostgreSQL cuts a longer name to 63 bytes, and the function would never be found.
+    longest = len(f"memadmin_{statement.key}_") + _DIGEST
+    if longest > 63 or not statement.key.isidentifier() or not statement.key.islower():
+        raise ValueError(f"statement key {statement.key!r}: lower-case, at most 37 letters")
     _STATEMENTS[statement.key] = statement
 
 
@@ -90,6 +96,7 @@ def ensure() -> bool:
     calls: dict[str, str] = {}
     try:
         with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_READ_COMMITTED)  # see _exists
             for statement in _STATEMENTS.values():
                 calls[statement.key] = _ensure_one(cursor, statement)
     except DatabaseError as error:  # e.g. no CREATE on the schema: the literal statements
@@ -128,9 +135,6 @@ def _function(cursor, statement: Statement) -> _Function:
     return _Function(name, arguments, returns, body, call)
 
 
-_DIGEST = 16  # hex digits of the statement's digest in its function's name
-
-
 def _ensure_one(cursor, statement: Statement) -> str:
     f = _function(cursor, statement)
     if not _exists(cursor, f.name):
@@ -156,8 +160,8 @@ def unused() -> list[str]:
     with transaction.atomic(), connection.cursor() as cursor:
         current = {_function(cursor, s).name for s in _STATEMENTS.values()}
         cursor.execute(
-            "SELECT proname, oid::regprocedure::text FROM pg_proc"
-            " WHERE pronamespace = current_schema()::regnamespace"
+            "SELECT proname, oid::regprocedure::text FROM pg_proc"  # noqa: S608 - ours
+            f" WHERE pronamespace = {_SCHEMA}"
             " AND starts_with(proname, 'memadmin_') ORDER BY proname"
         )
         found = cursor.fetchall()
@@ -181,7 +185,10 @@ def drop_unused() -> list[str]:
     """Drop the functions ``unused`` lists, under the creators' lock; returns them.
     Only once no process of an earlier version runs: one still calling a dropped
     function fails its ingest."""
+    outermost = not connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
+        if outermost:  # only a transaction's first statement may set it
+            cursor.execute(_READ_COMMITTED)
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CREATE_LOCK])
         dropped = unused()
         for signature in dropped:
@@ -198,13 +205,20 @@ def _exists(cursor, name: str) -> bool:
     an advisory lock has not refreshed: it said "missing", and the CREATE failed as a
     duplicate (two processes' first ingests at once), leaving that connection on the
     literal statements. The name holds a digest of the arguments, so it is the signature.
+    Each statement's own snapshot needs READ COMMITTED, which ``ensure`` sets for its
+    transaction whatever the connection's default.
     """
     cursor.execute(
-        "SELECT EXISTS (SELECT FROM pg_proc"
-        " WHERE proname = %s AND pronamespace = current_schema()::regnamespace)",
+        "SELECT EXISTS (SELECT FROM pg_proc"  # noqa: S608 - ours
+        f" WHERE proname = %s AND pronamespace = {_SCHEMA})",
         [name],
     )
     return cursor.fetchone()[0]
+
+
+# The schema CREATE FUNCTION makes a function in (a name, not an identifier: a cast to
+# regnamespace would fold the case of "MySchema"); none, so nothing, if it is NULL.
+_SCHEMA = "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
 
 
 def _types(cursor, sql: str, values: dict) -> tuple[str, ...]:

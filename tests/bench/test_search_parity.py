@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import search_parity
+from bench.cli import drop_database
 from bench.quality import locomo
 
 from .test_bench_smoke import ROOT, bench_database_url
@@ -41,7 +42,8 @@ def test_questions_compare_as_same_reordered_or_other_and_answers_must_agree():
     }
     table, alike = search_parity.report({"SQLite": {"end": first}, "PostgreSQL": {"end": second}})
     assert not alike
-    assert "| SQLite | end | 100.0% (3/3) |" in table
+    assert "| database | mode | answerable@10 | by category (1 / 4) |" in table
+    assert "| SQLite | end | 100.0% (3/3) | 100.0% (1/1) / 100.0% (2/2) |" in table
     assert "answerable on one database only: 1" in table
     _, alike = search_parity.report({"SQLite": {"end": first}, "PostgreSQL": {"end": first}})
     assert alike
@@ -51,14 +53,18 @@ def test_questions_compare_as_same_reordered_or_other_and_answers_must_agree():
 def test_the_tiny_conversations_answer_alike_on_both_databases(tmp_path):
     out = tmp_path / "parity.json"
     url = bench_database_url().replace("memadmin_bench_smoke_", "memadmin_bench_parity_")
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.search_parity", "--locomo", str(FIXTURE), "--json", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "BENCH_DATABASE_URL": url},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.search_parity", "--locomo", str(FIXTURE)]
+            + ["--json", str(out)],
+            cwd=ROOT,
+            env={**os.environ, "BENCH_DATABASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        drop_database(url)  # the command drops it too, unless it was killed
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     results = json.loads(out.read_text())
     assert set(results) == {"SQLite", "PostgreSQL"}

@@ -1,11 +1,15 @@
 """PostgreSQL: the server-side functions of an ingest's statements do exactly what the
 statements they are made from do (``records.server_functions``)."""
 
+import os
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -20,6 +24,8 @@ from records.victims import one_user_victims_query, select_victims, victims_quer
 from .test_victims import NOW, random_records, random_world
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rows(sql, params):
@@ -53,9 +59,11 @@ def test_inside_a_transaction_a_new_connection_keeps_the_literal_statement():
     assert "memadmin_victims_" in sql
 
 
-def test_two_connections_making_a_function_at_once_both_use_it(monkeypatch):
+@pytest.mark.parametrize("isolation", ["read committed", "repeatable read"])
+def test_two_connections_making_a_function_at_once_both_use_it(monkeypatch, isolation):
     """Two processes' first ingests at once: the one that waited for the other's lock
-    sees the function the other made (it once failed as a duplicate and fell back)."""
+    sees the function the other made (it once failed as a duplicate and fell back),
+    whatever isolation the connections default to."""
     key = f"race{uuid.uuid4().hex[:8]}"  # a function no database has yet
     monkeypatch.setitem(
         server_functions._STATEMENTS,
@@ -65,11 +73,17 @@ def test_two_connections_making_a_function_at_once_both_use_it(monkeypatch):
         ),
     )
     lock = server_functions._CREATE_LOCK
-    outcome = {}
+    outcome, pids, connected = {}, [], threading.Barrier(3, timeout=60)
 
     def first_ingest(tag):
         try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET default_transaction_isolation TO '{isolation}'")
+            pids.append(connection.connection.info.backend_pid)
+            connected.wait()
             outcome[tag] = (server_functions.ensure(), server_functions.call(key))
+        except Exception as exc:  # reported by the assertions below, not lost in the thread
+            outcome[tag] = exc
         finally:
             connections.close_all()
 
@@ -79,12 +93,13 @@ def test_two_connections_making_a_function_at_once_both_use_it(monkeypatch):
     try:
         for t in threads:
             t.start()
+        connected.wait()
         for _ in range(600):  # bounded: until both wait for the creators' lock
             with connection.cursor() as cursor:
                 cursor.execute(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
-                    " AND objid = %s AND NOT granted",
-                    [lock],
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                    " AND objid = %s AND pid = ANY(%s)",
+                    [lock, pids],
                 )
                 if cursor.fetchone()[0] == 2:
                     break
@@ -97,7 +112,7 @@ def test_two_connections_making_a_function_at_once_both_use_it(monkeypatch):
         for t in threads:
             t.join(timeout=60)
     try:
-        assert outcome["a"][0] and outcome["b"][0]
+        assert outcome["a"][0] and outcome["b"][0], outcome
         assert outcome["a"][1] == outcome["b"][1]
         assert f"memadmin_{key}_" in outcome["a"][1]
         assert _rows(outcome["a"][1], {"n": 41}) == [(42,)]
@@ -109,6 +124,28 @@ def test_two_connections_making_a_function_at_once_both_use_it(monkeypatch):
             )
             for (signature,) in cursor.fetchall():
                 cursor.execute(f"DROP FUNCTION {signature}")
+
+
+def test_a_schema_whose_name_needs_quotes_keeps_its_functions():
+    connection.close()
+    with connection.cursor() as cursor:
+        cursor.execute('CREATE SCHEMA "MemAdmin Fns"')
+        cursor.execute('SET search_path TO "MemAdmin Fns", public')
+    try:
+        assert server_functions.ensure()  # made there (the first schema of the path)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_proc AS p JOIN pg_namespace AS n"
+                " ON n.oid = p.pronamespace WHERE n.nspname = 'MemAdmin Fns'"
+            )
+            assert cursor.fetchone()[0] == len(server_functions._STATEMENTS)
+        assert server_functions.unused() == []
+        sql, _ = one_user_victims_query("app", "u", NOW, PolicyParams())
+        assert "memadmin_victims_" in sql
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute('DROP SCHEMA "MemAdmin Fns" CASCADE')
+        connection.close()
 
 
 def test_an_ingest_outside_a_transaction_selects_through_the_function():
@@ -232,3 +269,39 @@ def test_functions_of_an_earlier_version_are_listed_then_dropped_and_ingest_goes
         with connection.cursor() as cursor:
             cursor.execute("DROP FUNCTION IF EXISTS memadmin_victims_0123456789abcdef(text)")
             cursor.execute("DROP FUNCTION IF EXISTS memadmin_victims_helper(text)")
+
+
+def test_the_command_knows_every_statement_in_a_fresh_process_with_checks_skipped():
+    """The eviction's statement registers where records.store is imported: the command
+    must see it without the system checks (which import the URLs, and so the store)."""
+    db = connection.settings_dict
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    url = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION memadmin_evict_0123456789abcdef(jsonb) RETURNS int"
+            " LANGUAGE sql AS 'SELECT 1'"
+        )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "manage.py", "server_functions", "--skip-checks"],
+            cwd=ROOT,
+            env={**os.environ, "DATABASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "memadmin_evict_0123456789abcdef(jsonb)" in proc.stdout
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP FUNCTION IF EXISTS memadmin_evict_0123456789abcdef(jsonb)")
+
+
+@pytest.mark.parametrize("key", ["x" * 38, "Victims", "two words"])
+def test_a_statement_key_postgresql_would_cut_or_quote_is_refused(key):
+    with pytest.raises(ValueError, match="at most 37"):
+        server_functions.register(
+            server_functions.Statement(key=key, build=lambda: ("SELECT 1", {}), types={})
+        )
+    assert key not in server_functions._STATEMENTS
