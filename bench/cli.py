@@ -55,6 +55,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "queries": 21,
             "baseline_queries": 21,
             "repetitions": 3,
+            "sessions_after": 5,
         },
         "recall": {"records": [100, 500], "repetitions": 3},
         "enforce_user": {"records": [500, 2_000], "repeat": 3},
@@ -119,6 +120,9 @@ SIZES: dict[str, dict[str, dict]] = {
             "queries": 200,
             "baseline_queries": {500: 200, 5_000: 200, 50_000: 40},
             "repetitions": 5,
+            # Then the 500-record user's searches again, after this many sessions of other
+            # users were ingested with no vacuum since (about 17 records each).
+            "sessions_after": 300,
         },
         # All three sizes took 300 s on 2 shared cores (docs/search.md), most of it in
         # ADK's in-memory scan at 50,000; lower with --set 'recall.records=[500,5000]'.
