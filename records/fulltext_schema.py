@@ -25,11 +25,13 @@ FTS = f"{TABLE}_fts"
 # GIN's pending list: new entries wait in an unsorted list, and every search scans all
 # of it, until a vacuum or the insert that fills it moves them into the index. At
 # PostgreSQL's default 4 MB, searches between vacuums were 3 to 9 times slower (1.1 ms
-# at 500 records with it empty, 4.2 to 9.6 ms with 160 to 500 pages waiting); at the
-# smallest size, 64 kB, they stay within 0.3 ms of it, and a 20-record insert costs
-# about 0.3 ms more (docs/performance.md). Set when the index is made, and by migration
-# 0018 on an index made before.
-PG_SEARCH_INDEX_OPTIONS = "gin_pending_list_limit = 64"
+# at 500 records with it empty, 4.2 to 9.6 ms with 160 to 500 pages waiting). At 256 kB
+# the search bench's searches between vacuums took 2.1 ms against 3.8 ms (1.9 ms just
+# after a vacuum), and two processes still ingest over 200 sessions a second; the
+# smallest size, 64 kB, gained 0.1 ms more on search and cost 15-25% of that ingest
+# throughput (docs/performance.md). Set when the index is made, and by migration 0018
+# on an index made before.
+PG_SEARCH_INDEX_OPTIONS = "gin_pending_list_limit = 256"
 
 PG_FORWARD = [
     f"""ALTER TABLE {TABLE} ADD COLUMN search_vector tsvector

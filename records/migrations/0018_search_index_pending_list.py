@@ -4,7 +4,7 @@ from records import fulltext_schema
 
 
 class Migration(migrations.Migration):
-    """PostgreSQL: the search index's pending list at 64 kB (``fulltext_schema``)."""
+    """PostgreSQL: the search index's pending list at 256 kB (``fulltext_schema``)."""
 
     dependencies = [
         ("records", "0017_evicted_record_information"),
