@@ -147,12 +147,17 @@ def alternate(contenders: dict[str, Callable[[], list[float]]], repetitions: int
     return out
 
 
-async def alternate_async(contenders: dict, repetitions: int) -> dict[str, list[list[float]]]:
+async def alternate_async(
+    contenders: dict, repetitions: int, before_each=None
+) -> dict[str, list[list[float]]]:
     """``harness.alternate`` for coroutines: each contender once per repetition, the
-    order rotating."""
+    order rotating; ``before_each(rep)``, if given, is awaited before each repetition
+    (untimed)."""
     names = list(contenders)
     out: dict[str, list[list[float]]] = {name: [] for name in names}
     for rep in range(repetitions):
+        if before_each is not None:
+            await before_each(rep)
         shift = rep % len(names)
         for name in names[shift:] + names[:shift]:
             out[name].append(await contenders[name](rep))
