@@ -74,21 +74,14 @@ def replay_here(locomo: str) -> dict:
 
 
 def _child(database_url: str, locomo: str, var_dir: str) -> dict:
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "REDIS_URL": "",
-        "CELERY_BROKER_URL": "",
-        "DJANGO_SETTINGS_MODULE": "memadmin.settings",
-        "DEBUG": "0",
-        "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
-        "MEMADMIN_VAR_DIR": var_dir,
-        "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-search-parity",
-    }
+    from .cli import configure_environment
+
+    # The bench's settings for this database, no Redis (the quality replays' shape).
+    env = configure_environment(database_url, "")
     proc = subprocess.run(  # noqa: S603 - this interpreter, this module
         [sys.executable, "-m", "bench.search_parity", "--child", "--locomo", locomo],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, **env, "MEMADMIN_VAR_DIR": var_dir},
         stdout=subprocess.PIPE,
         text=True,
         check=False,
@@ -156,7 +149,7 @@ def report(results: dict) -> tuple[str, bool]:
             lines.append(f"| {database} | {mode} | {answerable} | {categories} |")
     alike = True
     if len(results) == 2:
-        (name_a, a), (name_b, b) = results.items()
+        a, b = results.values()
         for mode in a:
             c = compare(a[mode], b[mode])
             alike = alike and not c["answer_differs"]
