@@ -7,7 +7,7 @@ must evict what really was evicted: ``Report.exact`` says whether it did.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 
@@ -202,7 +202,7 @@ def replay(
 ) -> Replayed:
     """Per-day figures of the policy that ran and of each candidate; each user's history
     is read and prepared once, whatever the number of candidates. ``workers`` > 1
-    replays the users of each batch on that many processes (``parallel.Replayer``).
+    reads and replays batches of users on that many processes (``parallel.Replayer``).
     ``user_ids``: only these users (the tuner's sample), else every user of the app."""
     proposed = []
     for candidate in candidates:
@@ -211,45 +211,24 @@ def replay(
         except pure.PolicyError as exc:
             raise BacktestError(f"Invalid candidate policy: {exc}.") from exc
     real, changes = history.schedule(app_name)
-    n_days = window_days(start, end)
-    current = [DayStats() for _ in range(n_days)]
-    tried = [[DayStats() for _ in range(n_days)] for _ in proposed]
-    exactness = Exactness()
     users = history.users(app_name, start) if user_ids is None else list(user_ids)
-    since = now - access_log.retention()
-    done = 0
-
-    def batches_replayed():
-        """Each batch with its figures. With more than one process, the next batch is
-        read while the children replay this one (two batches held at most)."""
-        pending = None
-        for batch in _batches(history.user_histories(app_name, users, start, since, now)):
-            job = replayer.submit([(records, searches) for _u, records, searches, _m in batch])
-            if pending is not None:
-                yield pending[0], pending[1]()
-            pending = (batch, job)
-            if not replayer.overlaps:  # replayed already: hold one batch only
-                yield pending[0], pending[1]()
-                pending = None
-        if pending is not None:
-            yield pending[0], pending[1]()
-
-    with parallel.Replayer(real, proposed, start, end, workers) as replayer:
-        for batch, figures in batches_replayed():
-            for (_user, _records, _searches, missing), user in zip(batch, figures, strict=True):
-                for total, day in zip(current, user.current, strict=True):
-                    total.add(day)
-                for totals, days in zip(tried, user.candidates, strict=True):
-                    for total, day in zip(totals, days, strict=True):
-                        total.add(day)
-                exactness.real += user.real
-                exactness.reproduced += user.reproduced
-                exactness.extra += user.extra
-                exactness.without_metadata += missing
-                done += 1
-                if progress is not None:
-                    progress(done, len(users))
-    return Replayed(current, tried, exactness, len(users), changes)
+    job = parallel.Job(
+        app_name=app_name,
+        start=start,
+        end=end,
+        since=now - access_log.retention(),
+        now=now,
+        real=real,
+        proposed=proposed,
+        days=window_days(start, end),
+    )
+    total = parallel.Figures.empty(job)
+    with parallel.Replayer(job, workers) as replayer:
+        for done in replayer.replay_into(total, users):
+            if progress is not None:
+                progress(done, len(users))
+    exactness = Exactness(total.real, total.reproduced, total.extra, total.without_metadata)
+    return Replayed(total.current, total.candidates, exactness, len(users), changes)
 
 
 def parse_sets(pairs: list[str]) -> dict[str, str]:
@@ -261,17 +240,3 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
             raise BacktestError(f"--set takes field=value, not {pair!r}.")
         out[name.strip()] = value.strip()
     return out
-
-
-def _batches(items: Iterator, size: int | None = None) -> Iterator[list]:
-    """``items`` in lists of ``size`` (``history.USER_BATCH``): what one read of the
-    history holds at a time."""
-    size = size or history.USER_BATCH
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -95,7 +95,7 @@ SIZES: dict[str, dict[str, dict]] = {
             "searches_per_day": 2,
             "evictions": 20,
             "tune": True,
-            "workers": 1,  # processes replaying users (backtest.parallel; see docs/backtest.md)
+            "workers": 2,  # as full: the pool's path
         },
         "tuning": {
             "budgets": [10],
@@ -168,7 +168,9 @@ SIZES: dict[str, dict[str, dict]] = {
             "searches_per_day": 2,
             "evictions": 100,
             "tune": True,
-            "workers": 1,  # processes replaying users (backtest.parallel; see docs/backtest.md)
+            # Processes reading and replaying users (backtest.parallel; docs/backtest.md):
+            # one per core of the machine the issue names.
+            "workers": 2,
         },
         "tuning": {
             "budgets": [100, 200],

@@ -210,6 +210,9 @@ def backtest(args: dict, pipe=None) -> dict:
     return {
         "seconds": seconds,
         "peak_rss_mb": _peak_rss_mb(),
+        # The replaying children's (workers > 1; each reads its own batches): the
+        # largest, counted from the fork, so with the pages it shares with this process.
+        "child_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "exact": exact,
         "users": users,
         "tried": tried,

@@ -15,7 +15,8 @@ The history is generated in PostgreSQL (bulk SQL, as ``bench.load`` writes recor
 The history is synthetic: it was not produced by the policy, so the exactness figure is
 printed but not checked here (tests/backtest checks it on histories the services wrote).
 Measured, each in a fresh process (``bench.subproc``) with its peak RSS (of the
-parent; ``workers`` > 1 replays users on that many forked children as well): ``backtest``
+parent, and of the largest child: ``workers`` > 1 reads and replays batches of users on
+that many forked children): ``backtest``
 (``backtest.service.run``: the policy that ran and one candidate, the article preset)
 and, unless the size says not, ``tune`` (``backtest.tune.tune``: the whole space, in two
 rounds above ``tune.SAMPLE_USERS`` users).
@@ -198,7 +199,8 @@ def run(report, size: dict, env: dict) -> None:
                 unit="s",
                 target=target,
                 met=out["seconds"] < limit,
-                note=f"peak RSS {out['peak_rss_mb']:.0f} MB",
+                note=f"peak RSS {out['peak_rss_mb']:.0f} MB"
+                + (f", largest child {out['child_rss_mb']:.0f} MB" if out["child_rss_mb"] else ""),
             )
         )
         report.rows.append(
@@ -207,5 +209,6 @@ def run(report, size: dict, env: dict) -> None:
                 data,
                 out["peak_rss_mb"],
                 unit="MB",
+                note=f"largest child {out['child_rss_mb']:.0f} MB" if out["child_rss_mb"] else "",
             )
         )

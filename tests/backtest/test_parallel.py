@@ -9,35 +9,47 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from backtest import parallel, service, tune
+from records.models import Policy
 
 from .history import APP, make_history
 
 pytestmark = pytest.mark.django_db
+# The children read the history on connections of their own: it must be committed.
+committed = pytest.mark.django_db(transaction=True)
 
 
+@committed
 def test_two_processes_give_the_same_report_as_one():
     end = make_history(users=("u1", "u2", "u3"))
     candidate = service.candidate_policy(APP, values={"max_records": "3"})
     one = service.run(APP, 5, candidate, end, workers=1)
+    assert parallel.usable_workers(2) == 2  # outside a transaction: a pool
     done = []
     two = service.run(APP, 5, candidate, end, workers=2, progress=lambda d, t: done.append(d))
     assert two.as_json() == one.as_json()
     assert two.exactness.exact and done == [1, 2, 3]
     assert one.totals()[1].regret != one.totals()[0].regret  # the candidate differs
+    assert Policy.objects.filter(app_name=APP).exists()  # the parent's connection still works
 
 
-def test_batches_read_while_the_children_replay_give_the_same_report(monkeypatch):
+@committed
+def test_the_children_read_batches_of_their_own_in_any_order(monkeypatch):
     from backtest import history
 
-    end = make_history(users=("u1", "u2", "u3"))
+    users = ("u1", "u2", "u3", "u4", "u5")
+    end = make_history(users=users)
     candidate = service.candidate_policy(APP, values={"max_records": "3"})
     one = service.run(APP, 5, candidate, end, workers=1)
-    monkeypatch.setattr(history, "USER_BATCH", 1)  # three batches, each read during a replay
+    monkeypatch.setattr(history, "USER_BATCH", 2)  # batches of at most 2 users
+    assert parallel.batch_size(len(users), 2) == 1
+    assert parallel.batch_size(1000, 2) == 2
     done = []
     two = service.run(APP, 5, candidate, end, workers=2, progress=lambda d, t: done.append(d))
-    assert two.as_json() == one.as_json() and done == [1, 2, 3]
+    assert two.as_json() == one.as_json()
+    assert done == sorted(done) and done[-1] == len(users)
 
 
+@committed
 def test_the_tuner_on_two_processes_picks_the_same_candidates():
     end = make_history(users=("u1", "u2"))
     one, two = (tune.tune(APP, 5, end, workers=n) for n in (1, 2))
@@ -46,10 +58,26 @@ def test_the_tuner_on_two_processes_picks_the_same_candidates():
     ]
 
 
+def test_inside_a_transaction_the_replay_stays_in_this_process():
+    """Rows not yet committed are seen by this connection only: a child would miss them."""
+    end = make_history(users=("u1", "u2"))
+    candidate = service.candidate_policy(APP, values={"max_records": "3"})
+    assert parallel.usable_workers(2) == 1
+    one = service.run(APP, 5, candidate, end, workers=1)
+    assert service.run(APP, 5, candidate, end, workers=2).as_json() == one.as_json()
+
+
+def test_batch_sizes_spread_the_users_over_the_processes():
+    assert parallel.batch_size(1, 2) == 1
+    assert parallel.batch_size(80, 2) == 10  # four batches per process
+    assert parallel.batch_size(100_000, 4) == 200  # at most what one read holds
+
+
 def _report(queue):
     queue.put(parallel.usable_workers(2))
 
 
+@committed
 def test_a_daemonic_process_such_as_a_celery_worker_replays_in_itself():
     assert parallel.usable_workers(2) == 2 and parallel.usable_workers(0) == 1
     ctx = multiprocessing.get_context("fork")
