@@ -7,9 +7,11 @@ available, and inside a transaction, whose rows other connections cannot see)
 
 With a pool, each child reads the histories of its own batch of users on a connection
 of its own, replays them and sends back only their summed per-day figures and counts
-(``Figures``). The parent reads nothing: before, it read and pickled every user's
-history for the children, 20 ms of its CPU per user, which made two processes little
-faster than one. The figures are sums of whole numbers, so the order the batches finish
+(``Figures``). The parent reads no history (only the users and the policy's versions,
+before the fork): before, it read and pickled every user's history for the children,
+20 ms of its CPU per user, which made two processes little faster than one. A child
+that dies ends the run with ``ReplayerDied``, never a wait for figures that will not
+come. The figures are sums of whole numbers, so the order the batches finish
 in does not change them.
 """
 
@@ -17,11 +19,14 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import multiprocessing.util
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection, connections
+from django.db import connections
 
 from . import history
 from .replay import DayStats, Schedule, UserFigures, replay_histories
@@ -113,15 +118,33 @@ def usable_workers(workers: int) -> int:
         return 1
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    if connection.in_atomic_block:  # uncommitted rows: only this connection sees them
+    if _in_transaction():  # uncommitted rows: only this connection sees them
         return 1
     return workers
+
+
+def _in_transaction() -> bool:
+    """Whether any open connection of this thread is inside a transaction (an atomic
+    block, or autocommit turned off): closing it for the fork would roll it back."""
+    return any(
+        c.in_atomic_block or (c.connection is not None and not c.autocommit)
+        for c in connections.all(initialized_only=True)
+    )
 
 
 def batch_size(users: int, workers: int) -> int:
     """Users per child's read: some four batches per process, so that the processes
     finish together, and at most ``history.USER_BATCH`` (what a read holds)."""
     return max(1, min(history.USER_BATCH, math.ceil(users / (4 * workers))))
+
+
+class ReplayerDied(RuntimeError):
+    """A child process stopped before sending its figures (killed, out of memory)."""
+
+
+def _child_started() -> None:
+    # The child's own connection, closed when it exits rather than dropped.
+    multiprocessing.util.Finalize(None, connections.close_all, exitpriority=10)
 
 
 class Replayer:
@@ -131,38 +154,53 @@ class Replayer:
     def __init__(self, job: Job, workers: int = 1) -> None:
         self.job = job
         self.workers = usable_workers(workers)
-        self.pool = None
+        self.pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> Replayer:
         global _JOB
         _JOB = self.job
-        if self.workers > 1:
-            # A forked child must not use the parent's connection (one server session,
-            # two clients): closed here, each process opens its own when it next reads.
-            connections.close_all()
-            self.pool = multiprocessing.get_context("fork").Pool(self.workers)
         return self
 
     def __exit__(self, *exc) -> None:
         global _JOB
         if self.pool is not None:
-            if exc[0] is None:
-                self.pool.close()
-            else:
-                self.pool.terminate()
-            self.pool.join()
+            self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
         _JOB = None
 
     def replay_into(self, total: Figures, user_ids: Sequence[str]) -> Iterator[int]:
-        """Yields the number of users added so far, after each user or batch."""
-        if self.pool is None:
+        """Yields the number of users added so far, after each user or batch. With a pool
+        this closes the calling thread's database connections (see ``_fork``)."""
+        if self.workers == 1 or not user_ids:
             for user, missing in _replayed(self.job, user_ids):
                 total.add_user(user, missing)
                 yield total.users
             return
         size = batch_size(len(user_ids), self.workers)
-        batches = [user_ids[i : i + size] for i in range(0, len(user_ids), size)]
-        for figures in self.pool.imap_unordered(_replay_batch, batches):
-            total.add(figures)
-            yield total.users
+        pool = self._fork()
+        batches = [
+            pool.submit(_replay_batch, user_ids[i : i + size])
+            for i in range(0, len(user_ids), size)
+        ]
+        try:
+            for batch in as_completed(batches):
+                total.add(batch.result())
+                yield total.users
+        except BrokenProcessPool as exc:
+            raise ReplayerDied(
+                "A process replaying users stopped before it finished (killed, or out of "
+                "memory?): nothing was reported. Run again, with fewer workers if memory "
+                "is short."
+            ) from exc
+
+    def _fork(self) -> ProcessPoolExecutor:
+        # A forked child must not use the parent's connection (one server session, two
+        # clients): closed just before the children fork (at the first submit, with
+        # "fork"), each process opens its own when it next reads.
+        connections.close_all()
+        self.pool = ProcessPoolExecutor(
+            self.workers,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_child_started,
+        )
+        return self.pool

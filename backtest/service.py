@@ -202,7 +202,8 @@ def replay(
 ) -> Replayed:
     """Per-day figures of the policy that ran and of each candidate; each user's history
     is read and prepared once, whatever the number of candidates. ``workers`` > 1
-    reads and replays batches of users on that many processes (``parallel.Replayer``).
+    reads and replays batches of users on that many processes (``parallel.Replayer``),
+    outside a transaction only, and closes this thread's database connections first.
     ``user_ids``: only these users (the tuner's sample), else every user of the app."""
     proposed = []
     for candidate in candidates:
@@ -224,9 +225,12 @@ def replay(
     )
     total = parallel.Figures.empty(job)
     with parallel.Replayer(job, workers) as replayer:
-        for done in replayer.replay_into(total, users):
-            if progress is not None:
-                progress(done, len(users))
+        try:
+            for done in replayer.replay_into(total, users):
+                if progress is not None:
+                    progress(done, len(users))
+        except parallel.ReplayerDied as exc:
+            raise BacktestError(str(exc)) from exc
     exactness = Exactness(total.real, total.reproduced, total.extra, total.without_metadata)
     return Replayed(total.current, total.candidates, exactness, len(users), changes)
 
