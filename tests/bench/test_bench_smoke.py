@@ -73,6 +73,10 @@ def test_smoke_size_runs_every_scenario_and_its_checks_pass(tmp_path, settings):
         "backtest: backtest",
         "backtest: tune",
     }
+    # The backtest replays on two processes, each child reading its own users.
+    assert "backtest: backtest (peak RSS of the largest child)" in {
+        row["scenario"] for row in report["rows"]
+    }
     # Ours and each baseline alternate within repetitions: at least three, the range of
     # the per-repetition medians beside the median, the load average on every row.
     interleaved = [
