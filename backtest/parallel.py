@@ -29,7 +29,7 @@ from datetime import datetime
 from django.db import connections
 
 from . import history
-from .replay import DayStats, Schedule, UserFigures, replay_histories
+from .replay import DayStats, Schedule, UserFigures, replay_histories, window_days
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,10 @@ class Job:
     now: datetime
     real: Schedule
     proposed: Sequence[Schedule]
-    days: int
+
+    @property
+    def days(self) -> int:
+        return window_days(self.start, self.end)
 
 
 @dataclass

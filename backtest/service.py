@@ -19,7 +19,7 @@ from records.models import POLICY_FIELDS, Policy, preset_values
 from records.selectors.apps import UnknownApp, check_known_app
 
 from . import history, parallel
-from .replay import ONE_DAY, DayStats, Schedule, window_days
+from .replay import ONE_DAY, DayStats, Schedule
 
 
 class BacktestError(ValueError):
@@ -221,7 +221,6 @@ def replay(
         now=now,
         real=real,
         proposed=proposed,
-        days=window_days(start, end),
     )
     total = parallel.Figures.empty(job)
     with parallel.Replayer(job, workers) as replayer:
