@@ -10,7 +10,6 @@ import random
 import subprocess
 import sys
 import time
-from datetime import timedelta
 
 import pytest
 from django.db.models import Count
@@ -152,10 +151,9 @@ def test_two_beats_running_at_once_fire_each_scheduled_run_once(celery_worker_fa
             beat.wait(timeout=30)
     scheduled = Run.objects.filter(kind=RunKind.ENFORCE)
     keys = list(scheduled.values_list("schedule_key", flat=True))
-    assert len(keys) == len(set(keys))  # one run per slot
-    first, last = scheduled.order_by("created_at").first(), scheduled.order_by("created_at").last()
-    span = (last.created_at - first.created_at) / timedelta(seconds=1)
-    # Two beats each firing every second would make ~2 runs a second; one run per slot
-    # means at most one per elapsed second (plus the first).
-    assert len(keys) <= span + 2, (len(keys), span)
+    # Two beats each firing every second would make two runs a slot; one run per slot.
+    # (Judged by the slots themselves: the runs' creation times lag their slots when the
+    # worker is busy, so a bound on the creation times' span failed on a loaded machine
+    # with six distinct, consecutive slots.)
+    assert len(keys) == len(set(keys)), keys
     assert worker.proc.poll() is None
