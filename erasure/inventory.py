@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
 
+import re2
 from django.apps import apps
 from django.db.models import Model, Q
 
@@ -120,8 +122,13 @@ class RedisFamily:
     why: str
 
     def matches(self, key: str) -> bool:
-        # Python's re is safe here: the patterns are ours, literal or ending in ".*".
-        return re.fullmatch(self.pattern, key, flags=re.DOTALL) is not None
+        # Keys hold user ids: RE2 (linear time), with "." matching newlines too.
+        return _compiled(self.pattern).fullmatch(key) is not None
+
+
+@cache
+def _compiled(pattern: str):
+    return re2.compile("(?s)" + pattern)
 
 
 # Order matters: memory records first, because enforcement running during an erasure

@@ -19,7 +19,7 @@ SUBJECT_URL_KWARGS = frozenset({"user", "user_id"})
 SUBJECT_QUERY_PARAMS = frozenset({"user", "user_id", "q"})
 _ROUTE_PARAMETER = re.compile(r"<(?:[^<>:]+:)?(\w+)>")
 # What follows a "users" segment, when no route said which part is the id.
-_AFTER_USERS = re.compile(r"(/users/).+")
+_USERS_SEGMENT = "/users/"
 
 
 def _hmac_key() -> bytes:
@@ -62,7 +62,10 @@ def route_with(match) -> str | None:
 
 def unrouted_path(path: str) -> str:
     """A path no route took apart (a 404, the API's catch-all): all after ``/users/`` goes."""
-    return _AFTER_USERS.sub(r"\1...", path)
+    at = path.find(_USERS_SEGMENT)
+    if at < 0 or at + len(_USERS_SEGMENT) == len(path):
+        return path
+    return path[: at + len(_USERS_SEGMENT)] + "..."
 
 
 def pseudonymous_path(request) -> str:

@@ -7,17 +7,30 @@ exactly. The replacement is logged, never silent.
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # one class: linear in Python's re
 REPLACEMENT = "\ufffd"
 
 
+def _unstorable(text: str) -> bool:
+    # Scans in C, no regular expression: a lone surrogate is exactly what UTF-8 refuses.
+    if "\x00" in text:
+        return True
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def storable_text(text: str) -> str:
-    return _UNSTORABLE.sub(REPLACEMENT, text)
+    if not _unstorable(text):
+        return text
+    return "".join(REPLACEMENT if c == "\x00" or "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 def storable(value: Any, *, what: str = "value") -> Any:
@@ -27,7 +40,7 @@ def storable(value: Any, *, what: str = "value") -> Any:
     def clean(v):
         nonlocal changed
         if isinstance(v, str):
-            if _UNSTORABLE.search(v):
+            if _unstorable(v):
                 changed = True
                 return storable_text(v)
             return v

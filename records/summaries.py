@@ -16,7 +16,6 @@ summary never has more tokens than its sources.
 from __future__ import annotations
 
 import logging
-import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -32,8 +31,18 @@ from .tokens import token_counter
 log = logging.getLogger(__name__)
 
 SUMMARY_RULE = "summary"
-# Python's re is safe on user text here: one character looked behind, one matched.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+FIRST_SENTENCE_CHARS = 300
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to the first whitespace after ``.``, ``!`` or ``?``, at most
+    ``FIRST_SENTENCE_CHARS`` characters: a scan, not a regular expression."""
+    text = text.strip()
+    head = text[: FIRST_SENTENCE_CHARS + 1]
+    for i in range(1, len(head)):
+        if head[i].isspace() and head[i - 1] in ".!?":
+            return head[:i].strip()
+    return text[:FIRST_SENTENCE_CHARS].strip()
 
 
 def extractive_summary(texts: Sequence[str], max_tokens: int) -> str:
@@ -42,7 +51,7 @@ def extractive_summary(texts: Sequence[str], max_tokens: int) -> str:
     lines: list[str] = []
     seen: set[str] = set()
     for text in texts:
-        first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0][:300].strip()
+        first = first_sentence(text)
         if first and first.lower() not in seen:
             seen.add(first.lower())
             lines.append(f"- {first}")

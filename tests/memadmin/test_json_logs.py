@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from memadmin.log_format import JsonFormatter
 from memadmin.pseudonyms import pseudonym
-from memadmin.request_context import ContextFilter
+from memadmin.request_context import ContextFilter, incoming_request_id
 from sweeper.models import Run
 
 from ..conftest import wait_until
@@ -55,6 +55,13 @@ def test_a_request_line_carries_its_request_id_and_no_user_id(login, json_log):
     }
     assert USER not in json_log.getvalue()
     assert pseudonym(USER) in line["message"]
+
+
+def test_a_request_id_is_kept_only_as_a_plain_token_of_up_to_64_characters():
+    for kept in ("x" * 64, "req-1.a_B9"):
+        assert incoming_request_id(kept) == kept
+    for refused in (None, "", "x" * 65, "é", "a/b", "a\nb", "a b"):
+        assert incoming_request_id(refused) != refused
 
 
 @pytest.mark.django_db

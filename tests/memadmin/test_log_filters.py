@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import resolve, reverse
 
-from memadmin.pseudonyms import pseudonym, pseudonymous_path, subject_hash
+from memadmin.pseudonyms import pseudonym, pseudonymous_path, subject_hash, unrouted_path
 
 pytestmark = pytest.mark.django_db
 
@@ -48,6 +48,19 @@ def test_a_path_no_route_took_apart_loses_all_after_users(rf):
         request = rf.get(f"/api/v1/apps/pharmacy/users/{tail}")
         request.resolver_match = resolve(request.path_info)  # the API's catch-all
         assert pseudonymous_path(request) == "/api/v1/apps/pharmacy/users/..."
+
+
+@pytest.mark.parametrize(
+    ("path", "logged"),
+    [
+        ("/nothing/here", "/nothing/here"),
+        ("/x/users/", "/x/users/"),
+        ("/x/users/a\nb/users/c", "/x/users/..."),
+        ("/users/users/", "/users/..."),
+    ],
+)
+def test_an_unrouted_path_keeps_only_what_comes_before_the_first_users_segment(path, logged):
+    assert unrouted_path(path) == logged
 
 
 @pytest.mark.parametrize("user", USERS)

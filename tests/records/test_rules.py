@@ -121,6 +121,9 @@ def test_app_override_replaces_a_default_and_can_disable_one():
     ("kwargs", "message"),
     [
         ({"name": "bad name!", "pattern": "x", "importance": 0.5}, "name must be"),
+        ({"name": "", "pattern": "x", "importance": 0.5}, "name must be"),
+        ({"name": "n" * 65, "pattern": "x", "importance": 0.5}, "name must be"),
+        ({"name": "line\nbreak", "pattern": "x", "importance": 0.5}, "name must be"),
         ({"name": "r", "pattern": "(", "importance": 0.5}, "not a valid regular expression"),
         ({"name": "r", "pattern": "x", "importance": 1.5}, "importance between 0 and 1"),
         ({"name": "r", "pattern": "x"}, "importance between 0 and 1"),
@@ -131,6 +134,11 @@ def test_app_override_replaces_a_default_and_can_disable_one():
 def test_malformed_rules_are_refused_with_a_message(kwargs, message):
     with pytest.raises(RuleError, match=message):
         Rule(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["n" * 64, "kiwi_allergy.v2:eu-west", "allergie-über", "薬"])
+def test_rule_names_of_word_characters_and_separators_are_accepted(name):
+    assert Rule(name=name, pattern="x", importance=0.5).name == name
 
 
 def test_text_that_only_looks_like_an_address_is_not_contact():

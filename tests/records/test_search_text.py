@@ -132,6 +132,24 @@ def test_huge_odd_input_is_tokenized_in_one_pass():
     assert len(st.index_tokens(text)) > 0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_ascii_words_and_stripped_accents_are_what_the_old_patterns_gave(seed):
+    import random
+    import re
+    import unicodedata
+
+    # The old regular expressions, as the tests' oracle for the scans that replaced them.
+    words, accents = re.compile(r"[a-z0-9]+"), re.compile("[\u0300-\u036f]")
+    rng = random.Random(seed)
+    ascii_pieces = ["ab", "9", " ", "-", "_", "'", "\n", "\t", "\x00", "~", "\x7f", "z0"]
+    accented = ["e\u0301", "u\u0308", "n\u0303", "\u3099", "a", "\u036f", "\u0370"]
+    for _ in range(300):
+        text = "".join(rng.choices(ascii_pieces, k=rng.randint(0, 15)))
+        assert text.translate(st._ASCII_SEPARATORS).split() == words.findall(text)
+        marked = unicodedata.normalize("NFD", "".join(rng.choices(accented, k=8)))
+        assert marked.translate(st._STRIP_ACCENTS) == accents.sub("", marked)
+
+
 def _candidate(id, text, terms, *, length=10, at=0, live=True):
     return Candidate(id, st.term_counts(st.index_tokens(text), terms), length, at, live)
 

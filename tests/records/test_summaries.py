@@ -7,7 +7,7 @@ import pytest
 from records import store
 from records.models import EvictionEvent, MemoryRecord
 from records.policies import update_policy
-from records.summaries import extractive_summary
+from records.summaries import extractive_summary, first_sentence
 from records.tokens import count_tokens
 
 pytestmark = pytest.mark.django_db
@@ -109,3 +109,22 @@ def test_a_plugged_in_summariser_that_overspends_falls_back(settings):
 
 def verbose(texts, max_tokens):
     return "blah " * (max_tokens * 10)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_first_sentence_is_what_splitting_at_the_first_sentence_end_gave(seed):
+    import random
+    import re
+
+    oracle = re.compile(r"(?<=[.!?])\s")  # the old rule, as the tests' oracle
+    rng = random.Random(seed)
+    pieces = ["word", ".", "!", "?", " ", "\n", "\u00a0", "é", "x" * 120]
+    for _ in range(300):
+        text = "".join(rng.choices(pieces, k=rng.randint(0, 12)))
+        expected = oracle.split(text.strip(), maxsplit=1)[0][:300].strip()
+        assert first_sentence(text) == expected
+
+
+def test_a_long_text_with_no_sentence_end_is_cut_at_300_characters():
+    assert first_sentence("a" * 10_000) == "a" * 300
+    assert first_sentence("Done. Next") == "Done."
