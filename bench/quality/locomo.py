@@ -59,6 +59,14 @@ def evidence_ids(raw) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def turn_key(dia_id) -> str:
+    """A turn's ``dia_id`` in the form evidence ids are read in ("D3:07" and "D:3:7" are
+    "D3:7"), so the two always meet; an id of another shape is kept as it is."""
+    text = str(dia_id).strip()
+    m = _DIA_ID.fullmatch(text)
+    return f"D{int(m.group(1))}:{int(m.group(2))}" if m else text
+
+
 def load(path: str | Path, *, seed: int = 7, conversations: int | None = None) -> Dataset:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -100,7 +108,7 @@ def _conversation(item: dict, n: int, seed: int) -> tuple[User, int, int]:
             at = previous_end + timedelta(minutes=1)  # time never runs backwards
         turns = []
         for turn in conv[f"session_{number}"]:
-            key = str(turn["dia_id"])
+            key = turn_key(turn["dia_id"])
             text = turn_text(turn)
             if not text or key in session_of:
                 continue

@@ -51,6 +51,18 @@ def test_locomo_file_is_read_as_the_format_defines_it():
     assert dataset.questions == 9
 
 
+def test_turn_ids_are_read_as_evidence_ids_are_so_the_two_meet(tmp_path):
+    raw = json.loads(FIXTURE.read_text())
+    turn = raw[0]["conversation"]["session_2"][1]
+    assert turn["dia_id"] == "D2:2"
+    turn["dia_id"] = " D2:02"
+    changed = tmp_path / "ids.json"
+    changed.write_text(json.dumps(raw))
+    questions = {q.text: q for q in locomo.load(changed, seed=7).users[0].questions}
+    assert questions["What did Ana paint in her hallway?"].evidence == ("D2:2",)
+    assert locomo.turn_key("D:11:26") == "D11:26" and locomo.turn_key("x-1") == "x-1"
+
+
 def test_interleaved_questions_come_after_their_evidence_and_are_seeded():
     dataset = locomo.load(FIXTURE, seed=7)
     asks = []
