@@ -10,11 +10,13 @@ better than the policy that ran only on its last part, the held-out one, which t
 part in choosing it (``Tuning.beats_current``). Nothing is applied: a person applies one
 through the normal policy change.
 
-With more than ``SAMPLE_USERS`` users the search is in two rounds (successive halving):
-every candidate is replayed on a fixed sample of ``SAMPLE_USERS`` users (``sample``: the
-lowest SHA-256 of the user id, so the same users whatever the history or its order),
-ranked there by the same rule (on the first part), and only the ``FINALISTS`` best are
-replayed on every user. The best three and all their figures come from those full
+With many users the search is in rounds (successive halving, ``ROUNDS``): with more
+than ``SAMPLE_USERS`` users every candidate is replayed on a fixed sample of that many
+(``sample``: the lowest SHA-256 of the user id, so the same users whatever the history
+or its order) and ranked there by the same rule (on the first part); the ``FINALISTS``
+best go on. With more than ``SECOND_SAMPLE_USERS`` users those are replayed on a sample
+four times larger (which holds the first) and the ``BEST`` of them go on. What is left
+is replayed on every user: the best three and all their figures come from those full
 replays.
 """
 
@@ -26,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from functools import partial
+from itertools import pairwise
 
 from records.models import Policy, preset_values
 from records.policy import PRESETS
@@ -38,9 +41,14 @@ HALF_LIVES_HOURS = (7 * 24.0, 30 * 24.0, 90 * 24.0)
 FRESH_STARTS = (0.0, 1.0)
 BEST = 3
 # Successive halving: above SAMPLE_USERS users, all candidates are ranked on a sample of
-# that many users and the FINALISTS best are replayed on every user.
+# that many users and the FINALISTS best go on; above SECOND_SAMPLE_USERS, those are
+# ranked on a sample of that many and the BEST go on; what is left is replayed on every
+# user. Each round replays about as many user-candidates as the one before, except the
+# last: at 10,000 users 28,000 + 11,000 + 40,000 instead of 28,000 + 90,000 with one
+# sample, and 930,000 with none.
 SAMPLE_USERS = 300
 FINALISTS = 8
+SECOND_SAMPLE_USERS = 4 * SAMPLE_USERS
 # How many standard deviations a candidate's paired regret must beat the policy that
 # ran by (``Tuning.beats_current``): about 2.5 % by chance alone.
 SIGNIFICANCE = 2.0
@@ -71,6 +79,13 @@ class Tuning:
     best: list[Candidate]
     exact: bool
     sampled: int = 0  # users of the first round (0: every candidate replayed on every user)
+    # Each sampled round: [users in its sample, candidates it let go on].
+    samples: list[list[int]] = field(default_factory=list)
+
+    def rounds_text(self) -> str:
+        """How the candidates were narrowed, for the command and the page ("" if not)."""
+        return rounds_text(self.samples)
+
     # The held-out part: from this moment to ``end`` (None: no day was left to hold out).
     held_out_from: datetime | None = None
     current_held_out: DayStats = field(default_factory=DayStats)
@@ -101,6 +116,7 @@ class Tuning:
             "end": self.end.isoformat(),
             "tried": self.tried,
             "sampled": self.sampled,
+            "samples": self.samples,
             "exact": self.exact,
             "held_out_from": None if self.held_out_from is None else self.held_out_from.isoformat(),
             "current": {
@@ -178,6 +194,7 @@ def tune(
     workers: int = 1,
     sample_users: int = SAMPLE_USERS,
     finalists: int = FINALISTS,
+    second_sample_users: int = SECOND_SAMPLE_USERS,
 ) -> Tuning:
     start, end = service.check_window(app_name, days, now)
     candidates = space(app_name)
@@ -185,25 +202,27 @@ def tune(
     current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)
     base = current.snapshot()
     replay = partial(service.replay, app_name, start, end, now, workers=workers)
+    plan = _rounds(len(users), len(candidates), [(sample_users, finalists),
+                                                 (second_sample_users, BEST)])  # fmt: skip
+    total = sum(size for size, _ in plan) + len(users)
+
+    def counted(before: int):
+        """``progress`` of the whole tuning, from a round that starts ``before`` users in."""
+        return None if progress is None else (lambda done, _n: progress(before + done, total))
+
     finals = candidates
-    sampled: list[str] = []
-    split = None  # the first held-out day, from the policy that ran alone
-    if len(users) > sample_users and len(candidates) > finalists:
-        sampled = sample(users, sample_users)
-        total = len(sampled) + len(users)
-        first = replay(
-            [c for _, c in candidates],
-            progress=None if progress is None else (lambda done, _n: progress(done, total)),
-            user_ids=sampled,
+    split = None  # the first held-out day, from the policy that ran alone (first round)
+    before = 0
+    for size, keep in plan:
+        replayed = replay(
+            [c for _, c in finals], progress=counted(before), user_ids=sample(users, size)
         )
-        split = held_out_day(first.current)
-        ranked = _ranked(candidates, first, base, split, keep_all=True)
-        kept = {c.label for c in ranked[:finalists]}
-        finals = [(label, policy) for label, policy in candidates if label in kept]
-        if progress is not None:
-            done_first = len(sampled)
-            progress = (lambda p: lambda done, _n: p(done_first + done, total))(progress)
-    replayed = replay([c for _, c in finals], progress=progress, user_ids=users)
+        if split is None:
+            split = held_out_day(replayed.current)
+        kept = {c.label for c in _ranked(finals, replayed, base, split, keep_all=True)[:keep]}
+        finals = [(label, policy) for label, policy in finals if label in kept]
+        before += size
+    replayed = replay([c for _, c in finals], progress=counted(before), user_ids=users)
     if split is None:
         split = held_out_day(replayed.current)
     cur_records, cur_tokens = _means(replayed.current)
@@ -218,10 +237,35 @@ def tune(
         tried=len(candidates),
         best=_ranked(finals, replayed, base, split)[:BEST],
         exact=replayed.exactness.exact,
-        sampled=len(sampled),
+        sampled=plan[0][0] if plan else 0,
+        samples=[[size, keep] for size, keep in plan],
         held_out_from=start + split * ONE_DAY if split < n_days else None,
         current_held_out=_total(replayed.current[split:]),
     )
+
+
+def rounds_text(samples: Sequence[Sequence[int]]) -> str:
+    """ "ranked on a sample of 300 users; the best 8 on a sample of 1,200; the best 3 on
+    every user" for ``Tuning.samples`` ("" when every candidate was replayed on every
+    user)."""
+    if not samples:
+        return ""
+    parts = [f"ranked on a sample of {samples[0][0]:,} users"]
+    parts += [f"the best {keep} on a sample of {size:,}" for (_, keep), (size, _) in
+              pairwise(samples)]  # fmt: skip
+    return "; ".join([*parts, f"the best {samples[-1][1]} on every user"])
+
+
+def _rounds(users: int, candidates: int, rounds) -> list[tuple[int, int]]:
+    """The (sample size, how many go on) of the rounds that apply: a round's sample must
+    be smaller than the users and larger than the last round's, and it must leave fewer
+    candidates than it is given."""
+    plan: list[tuple[int, int]] = []
+    for size, keep in rounds:
+        if users > size > (plan[-1][0] if plan else 0) and candidates > keep:
+            plan.append((size, keep))
+            candidates = keep
+    return plan
 
 
 def held_out_day(current: Sequence[DayStats]) -> int:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from memadmin.roles import OPS, check_role, has_role, viewer_required
 from records.selectors.apps import is_known_app
 
-from . import charts, runs, service, tasks
+from . import charts, runs, service, tasks, tune
 from .forms import BacktestForm, TuneForm
 from .models import BacktestRun, TuneRun
 
@@ -79,9 +79,12 @@ def tune_start(request, app):
 @viewer_required
 def tune_run(request, pk):
     tuning = get_object_or_404(TuneRun, pk=pk)
+    result = tuning.result or {}
     context = {
         "run": tuning,
-        "result": tuning.result or {},
+        "result": result,
+        # A result stored before the rounds were kept names its one sample only.
+        "rounds": tune.rounds_text(result.get("samples") or []),
         "can_apply": has_role(request.user, OPS),
     }
     name = f"{TUNE_TEMPLATE}#tune-main" if request.htmx else TUNE_TEMPLATE

@@ -121,6 +121,55 @@ def test_with_a_sample_the_finalists_are_the_samples_best_and_their_figures_are_
     assert [c.label for c in halved.best] == full_rank[: len(halved.best)]
 
 
+def test_in_three_rounds_each_sample_ranks_what_the_last_let_through():
+    users = ("u1", "u2", "u3")
+    end = make_history(users=users)
+    seen = []
+    three = tune.tune(
+        APP, 5, end, sample_users=1, finalists=4, second_sample_users=2,
+        progress=lambda done, total: seen.append((done, total)),
+    )  # fmt: skip
+    assert three.samples == [[1, 4], [2, 3]] and three.sampled == 1
+    assert three.rounds_text() == (
+        "ranked on a sample of 1 users; the best 4 on a sample of 2; the best 3 on every user"
+    )
+    candidates = tune.space(APP)
+    base = Policy.objects.get(app_name=APP).snapshot()
+
+    def best_on(sample_size, among, keep, split=None):
+        replayed = service.replay(
+            APP, three.start, three.end, end, [c for _, c in among],
+            user_ids=tune.sample(list(users), sample_size),
+        )  # fmt: skip
+        split = tune.held_out_day(replayed.current) if split is None else split
+        ranked = tune._ranked(among, replayed, base, split, keep_all=True)
+        kept = {c.label for c in ranked[:keep]}
+        return [(label, p) for label, p in among if label in kept], split
+
+    finalists, split = best_on(1, candidates, 4)
+    last, _ = best_on(2, finalists, 3, split)
+    assert {c.label for c in three.best} <= {label for label, _ in last}
+    assert three.held_out_from == three.start + split * ONE_DAY
+    # Progress runs over every round's users once: 1 + 2 + 3, never backwards.
+    assert seen[-1] == (6, 6) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert {t for _, t in seen} == {6}
+
+
+@pytest.mark.parametrize(
+    ("users", "candidates", "plan"),
+    [
+        (10_000, 93, [(300, 8), (1200, 3)]),
+        (1_000, 93, [(300, 8)]),  # the second sample would not be smaller than the users
+        (300, 93, []),  # no sample: every candidate on every user
+        (10_000, 8, [(1200, 3)]),  # too few candidates for the first round to narrow
+        (10_000, 3, []),
+    ],
+)
+def test_a_round_applies_only_when_its_sample_is_smaller_and_it_narrows(users, candidates, plan):
+    assert tune._rounds(users, candidates, [(300, 8), (1200, 3)]) == plan
+    assert tune._rounds(10_000, 93, [(300, 8), (300, 3)]) == [(300, 8)]  # not a larger sample
+
+
 def _tuning(held_out: DayStats) -> tune.Tuning:
     """A tuning whose policy that ran had ``held_out`` on the held-out part."""
     return tune.Tuning(

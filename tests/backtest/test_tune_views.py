@@ -97,6 +97,30 @@ def test_a_tuning_stored_before_the_verdict_shows_no_verdict(login, monkeypatch)
     assert "Regret" in page and "Better than the policy that ran?" not in page
 
 
+def test_the_page_says_how_the_candidates_were_narrowed_old_runs_included(login, monkeypatch):
+    make_history(users=("u1",))
+    client = login("ops")
+    _start(client, monkeypatch)
+    run = TuneRun.objects.get()
+    assert tasks.run_tune(run.pk) == Status.DONE
+    run.refresh_from_db()
+    assert (
+        run.result["samples"] == []
+        and "on a sample" not in client.get(f"/tunings/{run.pk}/").content.decode()
+    )
+    run.result.update(sampled=300, samples=[[300, 8], [1200, 3]])
+    run.save(update_fields=["result"])
+    page = client.get(f"/tunings/{run.pk}/").content.decode()
+    assert (
+        "candidates replayed, ranked on a sample of 300 users; the best 8 on a sample of "
+        "1,200; the best 3 on every user." in page
+    )
+    del run.result["samples"]  # stored before the rounds were kept
+    run.save(update_fields=["result"])
+    page = client.get(f"/tunings/{run.pk}/").content.decode()
+    assert "on a sample of 300 users, the best of them on every user." in page
+
+
 def test_apply_goes_through_the_policy_change_preview_then_a_version_and_an_audit(
     login, monkeypatch
 ):

@@ -39,7 +39,7 @@ class Command(BaseCommand):
         cur = result.current
         w(
             f"{app}: {result.tried} candidates"
-            + (f" (ranked on a sample of {result.sampled} users)" if result.sampled else "")
+            + (f" ({result.rounds_text()})" if result.samples else "")
             + f" over {result.start:%Y-%m-%d} to "
             f"{result.end:%Y-%m-%d}; the policy that ran: regret {cur.regret}, evictions "
             f"{cur.evictions}, {result.current_mean_tokens:.0f} tokens held a day on average"
