@@ -19,6 +19,7 @@ from functools import cache
 
 import re2
 from django.apps import apps
+from django.db import connection
 from django.db.models import Model, Q
 
 from records import touches
@@ -83,13 +84,20 @@ class WorkItemStore(SubjectStore):
     """
 
     def q(self, subject: Subject) -> Q:
-        # The JSON text of the list holds the id as a JSON string: match that exactly
-        # (icontains may also take a batch naming a differently-cased id: erring wide
-        # only drops a batch from this pass; the next pass plans it again).
-        named = Q(kind="users", users__icontains=json.dumps(subject.user_id))
+        named = Q(kind="users") & _list_names(subject.user_id)
         if subject.app_name is not None:
             named &= Q(app_name=subject.app_name)
         return subject.owner_q() | named
+
+
+def _list_names(user_id: str) -> Q:
+    """A JSON list of user ids (``WorkItem.users``) that holds ``user_id``."""
+    if connection.vendor == "postgresql":
+        return Q(users__contains=[user_id])  # jsonb @>: the element itself, any script
+    # SQLite keeps the list as json.dumps wrote it, non-ASCII escaped: match that text
+    # (icontains may also take a batch naming a differently-cased id: erring wide only
+    # drops a batch from this pass; the next pass plans it again).
+    return Q(users__icontains=json.dumps(user_id))
 
 
 @dataclass(frozen=True)

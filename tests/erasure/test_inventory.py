@@ -133,3 +133,21 @@ def test_deleting_a_planned_work_item_keeps_its_run_finishable():
     run.refresh_from_db()
     assert (run.total, run.done, run.status) == (1, 1, RunStatus.DONE)
     assert Run.objects.get(id=run.id).status == RunStatus.DONE
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("user", ["josé-0042", "東京-7", 'quote"back\\slash', "plain-1"])
+def test_a_batch_naming_the_subject_is_found_whatever_the_id_s_script(user):
+    from django.utils import timezone
+
+    from sweeper.models import ItemKind, Run, RunKind, WorkItem
+
+    run = Run.objects.create(kind=RunKind.ENFORCE, as_of=timezone.now(), total=2)
+    batch = WorkItem.objects.create(
+        run=run, kind=ItemKind.USERS, app_name="a", users=["cust-1", user]
+    )
+    other = WorkItem.objects.create(run=run, kind=ItemKind.USERS, app_name="a", users=["cust-1"])
+    store = next(s for s in SUBJECT_STORES if s.label == "sweeper.WorkItem")
+    found = set(WorkItem.objects.filter(store.q(Subject("a", user))).values_list("id", flat=True))
+    assert found == {batch.id} and other.id not in found
+    assert not WorkItem.objects.filter(store.q(Subject("b", user))).exists()
