@@ -17,8 +17,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from records.ids import validate_id
-from records.models import APP_NAME_MAX
+from records.ids import validate_app_name
 
 from .models import ApiKey
 
@@ -60,7 +59,7 @@ def hash_token(token: str) -> str:
 
 
 def check_app_name(app_name: object) -> str:
-    validate_id("app_name", app_name, APP_NAME_MAX)
+    validate_app_name(app_name)
     if app_name != app_name.strip() or "/" in app_name:
         raise ValueError(
             "app_name must not contain '/' or surrounding spaces: it is a segment of API paths."

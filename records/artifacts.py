@@ -33,9 +33,9 @@ from google.adk.platform import time as platform_time
 from google.genai import types
 from pydantic_core import to_jsonable_python
 
-from .ids import validate_id
+from .ids import validate_app_name, validate_id
 from .locks import acquire_user_lock
-from .models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX, Artifact
+from .models import SESSION_ID_MAX, USER_ID_MAX, Artifact
 from .storable import storable
 
 USER_NAMESPACE = "user:"
@@ -62,7 +62,7 @@ __all__ = [
 
 def _check_owner(app_name: object, user_id: object) -> None:
     # Ours (type, blank, NUL, length), then ADK's (no path tricks in a URI segment).
-    validate_id("app_name", app_name, APP_NAME_MAX, error=InputValidationError)
+    validate_app_name(app_name, error=InputValidationError)
     validate_id("user_id", user_id, USER_ID_MAX, error=InputValidationError)
     artifact_util.validate_path_segment(app_name, "app_name")
     artifact_util.validate_path_segment(user_id, "user_id")

@@ -6,6 +6,8 @@ refused with the same sentence wherever it comes in.
 
 from __future__ import annotations
 
+import unicodedata
+
 from .models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
 
 
@@ -30,9 +32,19 @@ def validate_id(
     return value
 
 
+def validate_app_name(value: object, *, error: type[ValueError] = ValueError) -> str:
+    """``validate_id`` of an app name, which also may not hold control characters: the
+    touch buffer joins an app and a user with one (``touches.SEP``) and splits at the
+    first, so only the user's part may hold it."""
+    validate_id("app_name", value, APP_NAME_MAX, error=error)
+    if any(unicodedata.category(ch) == "Cc" for ch in value):  # type: ignore[union-attr]
+        raise error("app_name must not contain control characters.")
+    return value  # type: ignore[return-value]
+
+
 def check_scope(app_name: str, user_id: str, session_id: str | None = None) -> None:
     """Refuse an (app, user[, session]) we cannot store; the session id may be empty."""
-    validate_id("app_name", app_name, APP_NAME_MAX)
+    validate_app_name(app_name)
     validate_id("user_id", user_id, USER_ID_MAX)
     if session_id is not None:
         validate_id("session_id", session_id, SESSION_ID_MAX, blank=True)

@@ -44,10 +44,9 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
 from . import one_trip
-from .ids import validate_id
+from .ids import validate_app_name, validate_id
 from .locks import acquire_user_lock, user_lock_key
 from .models import (
-    APP_NAME_MAX,
     SESSION_ID_MAX,
     USER_ID_MAX,
     AgentSession,
@@ -78,7 +77,7 @@ __all__ = [
 
 
 def _check_owner(app_name: object, user_id: object) -> None:
-    validate_id("app_name", app_name, APP_NAME_MAX)
+    validate_app_name(app_name)
     validate_id("user_id", user_id, USER_ID_MAX)
 
 
@@ -250,7 +249,7 @@ def _listing(
 ) -> list[Session]:
     """Sessions without events in ``LISTING_ORDER``: rows read in index order (app, time,
     user, session: no sort), the session columns only, then the shared states once."""
-    validate_id("app_name", app_name, APP_NAME_MAX)
+    validate_app_name(app_name)
     rows = AgentSession.objects.filter(app_name=app_name)
     if user_id is not None:
         validate_id("user_id", user_id, USER_ID_MAX)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from records.ids import check_scope, validate_id
+from records.ids import check_scope, validate_app_name, validate_id
 
 
 @pytest.mark.parametrize(
@@ -29,3 +29,14 @@ def test_the_scope_checks_every_id_and_the_session_id_may_be_empty():
         check_scope("app", "user", "s\x00")
     with pytest.raises(ValueError, match="^session_id is 257 characters long"):
         check_scope("app", "user", "s" * 257)
+
+
+@pytest.mark.parametrize("app", ["ph\x1fx", "tab\there", "del\x7f", "c1\x85"])
+def test_an_app_name_may_not_hold_control_characters_a_user_id_may(app):
+    """The touch buffer joins an app and a user with \\x1f and splits at the first."""
+    with pytest.raises(ValueError, match="^app_name must not contain control characters"):
+        check_scope(app, "user")
+    with pytest.raises(ValueError, match="^app_name must not contain control characters"):
+        validate_app_name(app)
+    check_scope("pharmacy", "user\x1fwith\tcontrols")
+    assert validate_app_name("Zürich agent\u00a0v2") == "Zürich agent\u00a0v2"
