@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
 
 from . import erasure_guard, feedback, search_text
 from .extract import INFORMATION_RULE, follows_information
@@ -42,9 +43,12 @@ def query_hashes(query: str) -> list[str]:
 def note_search(
     app_name: str, user_id: str, term_hashes: list[str], record_ids: Sequence[int], now: datetime
 ) -> None:
-    """Keep one search. Never raises: a lost history row must not fail a user's turn."""
+    """Keep one search (made at ``now``), unless an erasure of the user came after it:
+    an answer read before the erasure whose note is written after it must not bring the
+    subject back. Never raises: a lost history row must not fail a user's turn."""
     try:
-        write_history(app_name, user_id, [history_entry(term_hashes, record_ids, now)])
+        with transaction.atomic():
+            write_buffered_history(app_name, user_id, [history_entry(term_hashes, record_ids, now)])
     except Exception:
         log.exception("search history write failed; search result unaffected")
 
@@ -56,10 +60,11 @@ def history_entry(term_hashes: list[str], record_ids: Sequence[int], now: dateti
 
 
 def write_buffered_history(app_name: str, user_id: str, entries: Sequence[str]) -> int:
-    """Write searches the touch buffer kept, except those made before an erasure of the
-    user: a flush that read them before the erasure deleted its keys must not bring
-    them back. Inside the flush's transaction (it holds the subject lock shared, as an
-    ingest does, so a barrier raised meanwhile waits for it)."""
+    """Write searches (kept by the touch buffer, or just made), except those made before
+    an erasure of the user: a flush that read them before the erasure deleted its keys,
+    or a search answered before it, must not bring them back. Inside a transaction (it
+    holds the subject lock shared, as an ingest does, so a barrier raised meanwhile
+    waits for it)."""
     if not entries:
         return 0
     erasure_guard.acquire_subject_lock(user_id, exclusive=False)

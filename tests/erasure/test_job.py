@@ -255,6 +255,36 @@ def test_a_search_buffered_before_the_erasure_is_not_brought_back_by_a_flush():
     assert subject_counts(Subject("pharmacy", USER))["records.SearchLog"] == 0
 
 
+@pytest.mark.parametrize("buffered", [False, pytest.param(True, marks=pytest.mark.redis)])
+def test_a_search_answered_before_the_erasure_and_noted_after_it_leaves_nothing(settings, buffered):
+    """An agent's turn: the answer is read, the erasure runs, then the search's writes
+    (touches, history) land. They must not bring the subject back: written directly
+    (no Redis), the history row is dropped by the barrier; buffered, the next flush
+    drops it and empties the buffer."""
+    from records import search
+
+    if not buffered:
+        settings.REDIS_URL = ""
+        touches.redis_client.cache_clear()
+    populate("pharmacy", USER, "mk1x9q")
+    now = timezone.now()
+    found = search.find("pharmacy", USER, "mk1x9q", now)
+    assert found.records
+    assert erase("pharmacy").status == ErasureStatus.VERIFIED
+    search.note("pharmacy", USER, found, now)
+    if buffered:
+        touches.flush_touches()
+        assert redis_entries("pharmacy", USER) == []
+    assert not SearchLog.objects.filter(user_id=USER).exists()
+    assert all(n == 0 for n in subject_counts(Subject("pharmacy", USER)).values())
+    # A search made after the erasure is new data, kept as any other.
+    later = timezone.now()  # after the barrier
+    search.note("pharmacy", USER, search.find("pharmacy", USER, "mk1x9q", later), later)
+    if buffered:
+        touches.flush_touches()
+    assert SearchLog.objects.filter(user_id=USER).count() == 1
+
+
 @pytest.mark.parametrize("scope", ["one app", "all apps"])
 def test_erasure_deletes_the_subjects_vectors_and_says_so_on_the_receipt(scope):
     from records.models import RecordEmbedding
