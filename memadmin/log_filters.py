@@ -85,6 +85,50 @@ class AccessLogFilter(logging.Filter):
         return True
 
 
+# --- the MCP server -------------------------------------------------------------------
+
+RESOURCE_SCHEME = "memadmin://apps/"
+_SEGMENT_ENDS = frozenset("/'\" \t\r\n)?#,")
+
+
+def pseudonymous_resource_text(text: str) -> str:
+    """``text`` with the user id of every memadmin resource URI in it
+    (``memadmin://apps/APP/users/USER/...``) replaced by its pseudonym. A scan: the
+    text is a peer's, so no regular expression runs over it."""
+    out, pos = [], 0
+    while (start := text.find(RESOURCE_SCHEME, pos)) >= 0:
+        users = text.find("/users/", start + len(RESOURCE_SCHEME))
+        if users < 0:
+            break
+        begin = users + len("/users/")
+        end = begin
+        while end < len(text) and text[end] not in _SEGMENT_ENDS:
+            end += 1
+        out.append(text[pos:begin])
+        out.append(pseudonym(unquote(text[begin:end])) if end > begin else "")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class McpLogFilter(logging.Filter):
+    """``mcp.server.mcpserver.server``: the SDK logs a failed resource read with its URI
+    (and the URI is in the exception it raises), which names the user. Both are
+    pseudonymised; a database error in the chain keeps its text withheld."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                pseudonymous_resource_text(a) if isinstance(a, str) else a for a in record.args
+            )
+        if isinstance(record.msg, str):
+            record.msg = pseudonymous_resource_text(record.msg)
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record.exc_info, record.exc_text = None, pseudonymous_resource_text(_traceback(error))
+        return True
+
+
 # --- database errors --------------------------------------------------------------------
 
 WITHHELD = "its text is withheld: database errors can quote stored values"

@@ -415,6 +415,7 @@ LOGGING = {
         "request_privacy": {"()": "memadmin.log_filters.RequestLogFilter"},
         "access_privacy": {"()": "memadmin.log_filters.AccessLogFilter"},
         "database_errors": {"()": "memadmin.log_filters.DatabaseErrorFilter"},
+        "mcp_privacy": {"()": "memadmin.log_filters.McpLogFilter"},
     },
     "handlers": {
         "console": {
@@ -431,6 +432,8 @@ LOGGING = {
         "django.security.csrf": {"filters": ["request_privacy"]},
         "django.security.DisallowedModelAdminLookup": {"filters": ["request_privacy"]},
         "django.server": {"filters": ["access_privacy"], "propagate": True},
+        # A failed resource read is logged with its URI, which names the user.
+        "mcp.server.mcpserver.server": {"filters": ["mcp_privacy"]},
         "django.db.backends": {"level": "WARNING"},
     },
 }

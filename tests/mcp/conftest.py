@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
@@ -54,9 +55,21 @@ def server_env(secret_key: str) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class HttpServer:
+    url: str
+    log: Path  # what the server wrote to stdout and stderr
+
+
 @pytest.fixture(scope="module")
-def http_server(django_db_setup, django_db_blocker, tmp_path_factory):
+def http_server(mcp_http_server):
     """The base URL of ``manage.py mcp --transport http`` on a free port."""
+    return mcp_http_server.url
+
+
+@pytest.fixture(scope="module")
+def mcp_http_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    """``manage.py mcp --transport http`` on a free port: its URL and its log."""
     from django.conf import settings
 
     with django_db_blocker.unblock():
@@ -75,7 +88,7 @@ def http_server(django_db_setup, django_db_blocker, tmp_path_factory):
     try:
         wait_until(lambda: accepts(port) or server.poll() is not None, timeout=120)
         assert server.poll() is None, log_path.read_text()
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield HttpServer(f"http://127.0.0.1:{port}/mcp", log_path)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)

@@ -15,6 +15,7 @@ from google.genai import types
 from mcp.shared.exceptions import MCPError
 
 from api import keys
+from memadmin.pseudonyms import pseudonym
 from records import memory_service
 from records.models import Correction, MemoryRecord, Policy
 
@@ -179,6 +180,21 @@ def test_another_apps_key_reaches_nothing_of_this_app(connect, api_key, other_ke
     assert MemoryRecord.objects.filter(pk=record.pk).exists()
     for refusal in refusals:
         assert f"belongs to app {OTHER_APP!r}" in refusal
+
+
+def test_a_refused_resource_read_is_logged_without_the_user_id(connect, mcp_http_server, other_key):
+    """The SDK logs a failed read with its URI, which names the user: pseudonymised."""
+    user = "cust-LOGGED-7731"
+
+    async def scenario():
+        async with connect("http", other_key) as client:
+            with pytest.raises(MCPError):
+                await client.read_resource(f"memadmin://apps/{APP}/users/{user}/pinned")
+
+    run(scenario())
+    log = mcp_http_server.log.read_text()
+    assert f"memadmin://apps/{APP}/users/{pseudonym(user)}/pinned" in log
+    assert user not in log
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

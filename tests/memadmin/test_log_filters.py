@@ -1,6 +1,7 @@
 """memadmin's logs name no memory user and log a refusal once (issue 13, finding 10)."""
 
 import logging
+import sys
 
 import pytest
 from django.test import Client
@@ -154,3 +155,26 @@ def test_with_debug_on_each_request_warning_reaches_one_handler(settings):
         ]
         logger = logger.parent if logger.propagate else None
     assert len(handlers) == 1
+
+
+def test_resource_uris_in_mcp_log_lines_name_the_user_by_pseudonym():
+    from memadmin.log_filters import McpLogFilter, pseudonymous_resource_text
+
+    uri = "memadmin://apps/pharmacy/users/cust%2F0042/pinned"
+    text = f"Resource {uri!r} failed; again: memadmin://apps/x/users/bob"
+    assert pseudonymous_resource_text(text) == (
+        f"Resource 'memadmin://apps/pharmacy/users/{pseudonym('cust/0042')}/pinned' failed; "
+        f"again: memadmin://apps/x/users/{pseudonym('bob')}"
+    )
+    assert pseudonymous_resource_text("no uri /users/bob here") == "no uri /users/bob here"
+    try:
+        raise RuntimeError(f"Error reading resource {uri}")
+    except RuntimeError:
+        record = logging.LogRecord(
+            "mcp.server.mcpserver.server", logging.ERROR, __file__, 1,
+            "Resource %r raised an unexpected exception", (uri,), sys.exc_info(),
+        )  # fmt: skip
+    assert McpLogFilter().filter(record)
+    line = logging.Formatter().format(record)
+    assert "cust%2F0042" not in line and "cust/0042" not in line
+    assert line.count(pseudonym("cust/0042")) == 2  # the message and the exception
