@@ -227,8 +227,10 @@ def _json_object(value: Any) -> dict[str, Any]:
     return json.loads(value) if isinstance(value, str) else value
 
 
-# The order of every listing, and of the positions a page cursor names.
-LISTING_ORDER = ("last_update_time", "user_id", "session_id")
+# The order of every listing, and of the positions a page cursor names: by where each
+# session is placed (``AgentSession.listed_at``: its latest last update, which never
+# moves back, so a listing in progress misses none of the sessions it began with).
+LISTING_ORDER = ("listed_at", "user_id", "session_id")
 
 
 @dataclass(frozen=True)
@@ -246,9 +248,10 @@ def _listing(
     updated_before: float | None = None,
     after: tuple[float, str, str] | None = None,
     limit: int | None = None,
-) -> list[Session]:
-    """Sessions without events in ``LISTING_ORDER``: rows read in index order (app, time,
-    user, session: no sort), the session columns only, then the shared states once."""
+) -> tuple[list[Session], list[tuple]]:
+    """Sessions without events in ``LISTING_ORDER``, and their rows (user, session,
+    state, last update, revision, place): read in index order (app, place, user,
+    session: no sort), the session columns only, then the shared states once."""
     validate_app_name(app_name)
     rows = AgentSession.objects.filter(app_name=app_name)
     if user_id is not None:
@@ -259,7 +262,7 @@ def _listing(
     if after is not None:
         # A row comparison: one index range on both databases (an OR of three would not be).
         rows = rows.extra(
-            where=['("last_update_time", "user_id", "session_id") > (%s, %s, %s)'],
+            where=['("listed_at", "user_id", "session_id") > (%s, %s, %s)'],
             params=list(after),
         )
     # The state as text, decoded here: the JSON field's converter per row cost a third
@@ -270,6 +273,7 @@ def _listing(
         Cast("state", TextField()),
         "last_update_time",
         Cast("revision", TextField()),  # as the session's marker holds it
+        "listed_at",
     )
     app_state = AppState.objects.filter(app_name=app_name).values_list(Cast("state", TextField()))
     if limit is None:
@@ -292,14 +296,14 @@ def _listing(
             else []
         )
     if not listed:
-        return []
+        return [], []
     # One decode for every state (they are JSON objects from our own column), and the
     # shared states prefixed once per user rather than once per session.
     app_shared = _merged_state(json.loads(app_rows[0][0]) if app_rows else {}, {}, {})
     shared = {user: _merged_state({}, json.loads(state), app_shared) for user, state in user_rows}
     with _collector_paused():
         states = json.loads("[" + ",".join([row[2] for row in listed]) + "]")
-        return _sessions_of(app_name, listed, states, shared, app_shared)
+        return _sessions_of(app_name, listed, states, shared, app_shared), listed
 
 
 @contextmanager
@@ -345,8 +349,8 @@ def _sessions_of(
     app_shared: dict[str, Any],
 ) -> list[Session]:
     """A ``Session`` without events for every listed row (user, session, _, time,
-    revision as text), its state completed with the user's shared states (``app_shared``
-    for a user without any).
+    revision as text, and anything after), its state completed with the user's shared
+    states (``app_shared`` for a user without any).
 
     Not a validation: every value comes from our own columns (checked when written).
     Built as pydantic's model_construct and model_copy build a model (the instance dict,
@@ -359,7 +363,7 @@ def _sessions_of(
     other_fields, other_private = _OTHER_FIELDS, _OTHER_PRIVATE
     built = []
     append = built.append
-    for (user, session_id, _, updated, revision), state in zip(listed, states, strict=True):
+    for (user, session_id, _, updated, revision, *_), state in zip(listed, states, strict=True):
         state.update(shared.get(user, app_shared))
         session = new(Session)
         set_slot(
@@ -392,7 +396,8 @@ def list_sessions(
     ``updated_before`` (epoch seconds, not part of ADK's interface) keeps only sessions
     last updated before it: the sweeper's idle sessions, by index.
     """
-    return ListSessionsResponse(sessions=_listing(app_name, user_id, updated_before=updated_before))
+    listed, _ = _listing(app_name, user_id, updated_before=updated_before)
+    return ListSessionsResponse(sessions=listed)
 
 
 def list_sessions_page(
@@ -403,19 +408,17 @@ def list_sessions_page(
     limit: int,
 ) -> SessionPage:
     """At most ``limit`` sessions of the listing, those after the position ``after``
-    (a session's (last_update_time, user_id, session_id)). Keyset paging: each page
-    costs the same however deep it is, and a session updated while a caller pages is
-    seen again later (moved to the end), never skipped unseen."""
+    (a session's (listed_at, user_id, session_id)). Keyset paging: each page costs the
+    same however deep it is; a session updated while a caller pages is seen again later
+    (moved to the end), and none that existed when the paging began is skipped: a
+    session's place never moves back (``AgentSession.listed_at``)."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}.")
-    listed = _listing(app_name, user_id, after=after, limit=limit + 1)
-    more = len(listed) > limit
-    listed = listed[:limit]
-    last = listed[-1] if more else None
-    return SessionPage(
-        sessions=listed,
-        next_after=(last.last_update_time, last.user_id, last.id) if last else None,
-    )
+    listed, rows = _listing(app_name, user_id, after=after, limit=limit + 1)
+    if len(listed) <= limit:
+        return SessionPage(sessions=listed, next_after=None)
+    user, session_id, *_, listed_at = rows[limit - 1]
+    return SessionPage(sessions=listed[:limit], next_after=(listed_at, user, session_id))
 
 
 def get_user_state(*, app_name: str, user_id: str) -> dict[str, Any]:
@@ -596,7 +599,8 @@ def _append_sql() -> str:
     )
     UPDATE {session_t} AS s
     SET state = s.state || %(session_delta)s::jsonb, last_update_time = %(ts)s,
-        revision = s.revision + 1, event_count = s.event_count + 1
+        listed_at = GREATEST(s.listed_at, %(ts)s), revision = s.revision + 1,
+        event_count = s.event_count + 1
     FROM fit WHERE s.id = fit.id
     RETURNING s.revision"""  # noqa: S608 - the models' tables; values are parameters
 
@@ -716,9 +720,12 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
         if deltas["session"]:
             row.state = {**row.state, **deltas["session"]}
         row.last_update_time = event.timestamp
+        row.listed_at = max(row.listed_at, event.timestamp)  # never back: LISTING_ORDER
         row.revision += 1
         row.event_count += 1
-        row.save(update_fields=["state", "last_update_time", "revision", "event_count"])
+        row.save(
+            update_fields=["state", "last_update_time", "listed_at", "revision", "event_count"]
+        )
 
     _commit_to_session(session, event, row.last_update_time, row.revision)
     return event

@@ -54,12 +54,16 @@ def create_session(request, app_name: AppName, user_id: UserId, body: CreateSess
     return _session_json(session, status=201)
 
 
-# A page cursor is the position of the last session of the page before: its
-# lastUpdateTime, then its user and session ids as the hex of their UTF-8. Every string
-# of this pattern is a position (one made by hand starts its page there), so a cursor
-# the pattern accepts is never refused.
-CURSOR_PATTERN = r"^[0-9]{1,12}(?:\.[0-9]{1,20})?~(?:[0-9a-f]{2})+~(?:[0-9a-f]{2})+$"
-CURSOR_MAX = 12 + 1 + 20 + 2 + 8 * (USER_ID_MAX + SESSION_ID_MAX)
+# A page cursor is the position of the last session of the page before: its place in
+# the listing (``AgentSession.listed_at``, its latest update time, as Python's ``repr``
+# writes a float, exponent, sign, inf or nan included: values stored before today's
+# timestamp rule are positions too), then its user and session ids as the hex of their
+# UTF-8. Every string of this pattern is a position (one made by hand starts its page
+# there), so a cursor the pattern accepts is never refused, and every cursor the server
+# makes has the pattern.
+_PLACE = r"(?:-?inf|nan|-?[0-9]{1,20}(?:\.[0-9]{1,20})?(?:e[+-][0-9]{1,3})?)"
+CURSOR_PATTERN = rf"^{_PLACE}~(?:[0-9a-f]{{2}})+~(?:[0-9a-f]{{2}})+$"
+CURSOR_MAX = 47 + 2 + 8 * (USER_ID_MAX + SESSION_ID_MAX)
 PAGE_DEFAULT, PAGE_MAX = 100, 1_000
 
 Cursor = Query(
@@ -107,10 +111,13 @@ def _page(app_name: str, user_id: str | None, cursor: str | None, limit: int):
 
 
 PAGING = (
-    "Without events, oldest ``lastUpdateTime`` first (then user and session id), a page at a "
-    "time: follow ``nextCursor`` until it is absent. Each page costs the same however deep. "
-    "A session updated while you page moves to the end and is listed again there (keep "
-    "the later copy); none is skipped."
+    "Without events, oldest update first (then user and session id), a page at a time: "
+    "follow ``nextCursor`` until it is absent. Each page costs the same however deep. A "
+    "session is placed at the latest ``lastUpdateTime`` it has had: an event stamped "
+    "earlier than the session's last update (an agent clock behind the server's) moves "
+    "``lastUpdateTime`` back but not the session's place. A session updated while you "
+    "page moves to the end and is listed again there (keep the later copy); none that "
+    "existed when you began is skipped."
 )
 
 

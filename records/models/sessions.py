@@ -8,6 +8,14 @@ from django.db.models import Q
 from .limits import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
 
 
+class AgentSessionManager(models.Manager):
+    def bulk_create(self, objs, *args, **kwargs):
+        objs = list(objs)
+        for session in objs:
+            session.fill_listed_at()
+        return super().bulk_create(objs, *args, **kwargs)
+
+
 class AgentSession(models.Model):
     """An ADK session. Session-scoped state only; app and user state live apart."""
 
@@ -18,9 +26,16 @@ class AgentSession(models.Model):
     created_at = models.DateTimeField()
     # ADK's float seconds, kept exactly so sessions round-trip.
     last_update_time = models.FloatField()
+    # Where listings place the session: the latest ``last_update_time`` it has had. An
+    # event may be stamped earlier than the session's last update (an agent's clock
+    # behind the server's), which moves ``last_update_time`` back; this never moves
+    # back, so a listing in progress cannot lose a session behind its cursor.
+    listed_at = models.FloatField()
     # Bumped on every write; a caller holding an older revision is stale.
     revision = models.PositiveBigIntegerField(default=0)
     event_count = models.PositiveIntegerField(default=0)
+
+    objects = AgentSessionManager()
 
     class Meta:
         constraints = [
@@ -33,21 +48,35 @@ class AgentSession(models.Model):
                 name="session_ids_not_empty",
             ),
         ]
-        # In the listing's order (records.sessions.LISTING_ORDER), so a listing or a page
-        # of it is read in index order with no sort, for the app or for one user.
         indexes = [
+            # The sweeper's idle sessions of an app, by their last update.
             models.Index(
                 fields=["app_name", "last_update_time", "user_id", "session_id"],
                 name="session_app_listing",
             ),
+            # In the listing's order (records.sessions.LISTING_ORDER), so a listing or a
+            # page of it is read in index order with no sort, for the app or one user.
             models.Index(
-                fields=["app_name", "user_id", "last_update_time", "session_id"],
-                name="session_user_listing",
+                fields=["app_name", "listed_at", "user_id", "session_id"],
+                name="session_app_listed",
+            ),
+            models.Index(
+                fields=["app_name", "user_id", "listed_at", "session_id"],
+                name="session_user_listed",
             ),
         ]
 
     def __str__(self) -> str:
         return f"session {self.session_id} ({self.app_name}/{self.user_id})"
+
+    def save(self, *args, **kwargs):
+        self.fill_listed_at()
+        super().save(*args, **kwargs)
+
+    def fill_listed_at(self) -> None:
+        """A session written without a listing place is placed at its last update."""
+        if self.listed_at is None:
+            self.listed_at = self.last_update_time
 
 
 class SessionEvent(models.Model):

@@ -212,10 +212,43 @@ def test_a_cursor_made_by_hand_is_a_position_and_a_malformed_one_is_422(api):
     assert [s["id"] for s in api.get("sessions", cursor=before_all).json()["sessions"]] == ["s1"]
     after_all = "999999999999~61~61"
     assert api.get("sessions", cursor=after_all).json() == {"sessions": []}
-    for bad in ("not-a-cursor", "12~6~61", "1.5~~61"):
+    for bad in ("not-a-cursor", "12~6~61", "1.5~~61", "1e5~61~61", "0x1p3~61~61"):
         assert_error(api.get("sessions", cursor=bad), 422, "invalid_request", "cursor")
     for limit in (0, 1001):
         assert_error(api.get("sessions", limit=limit), 422, "invalid_request", "limit")
+
+
+def test_a_session_an_earlier_stamped_event_moves_back_is_not_skipped_by_paging(api):
+    """An agent's clock behind the server's: its event moves lastUpdateTime back, not
+    the session's place, so a listing past that time still reaches the session."""
+    created = [new_session(api, sid) for sid in ("a", "b", "c")]
+    first = api.get("sessions", limit=1).json()
+    assert [s["id"] for s in first["sessions"]] == ["a"]
+    earlier = first["sessions"][0]["lastUpdateTime"] - 1
+    moved = append(api, created[2], event("hi", timestamp=earlier))
+    assert moved.status_code == 200, moved.content
+    assert api.get("sessions/c").json()["lastUpdateTime"] == earlier  # ADK's value
+    seen, cursor = ["a"], first["nextCursor"]
+    while cursor:
+        page = api.get("sessions", limit=1, cursor=cursor).json()
+        seen += [s["id"] for s in page["sessions"]]
+        cursor = page.get("nextCursor")
+    assert seen == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("stored", [1796414479265.0, -1.0, 1e16, 1.5e-05, 0.0])
+def test_a_cursor_the_server_made_is_always_accepted_whatever_time_was_stored(api, stored):
+    """Times stored before today's timestamp rule (milliseconds, negative) are places
+    too: the cursor after them must be one the server takes back."""
+    for sid in ("old", "new"):
+        new_session(api, sid)
+    AgentSession.objects.filter(session_id="old").update(listed_at=stored)
+    AgentSession.objects.filter(session_id="new").update(listed_at=float("inf"))
+    first = api.get("sessions", limit=1).json()
+    assert [s["id"] for s in first["sessions"]] == ["old"]
+    second = api.get("sessions", limit=1, cursor=first["nextCursor"])
+    assert second.status_code == 200, second.content
+    assert [s["id"] for s in second.json()["sessions"]] == ["new"]
 
 
 def test_append_event_stores_it_applies_state_and_bumps_the_revision(api):

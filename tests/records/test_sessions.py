@@ -63,6 +63,30 @@ async def test_a_new_service_instance_sees_the_same_data(close_executor_connecti
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("delta", [None, {"temp:scratch": 1}])  # one round trip; the ORM's
+def test_an_earlier_stamped_event_moves_the_update_time_back_but_not_the_place(delta):
+    for sid, at in (("s1", T), ("s2", T + 10), ("s3", T + 20)):
+        sessions.create_session(app_name=APP, user_id=ALICE, session_id=sid, now=at)
+    s3 = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s3")
+    sessions.append_event(s3, event(ts=T + 5, delta=delta))  # an agent clock behind
+    row = AgentSession.objects.get(session_id="s3")
+    assert (row.last_update_time, row.listed_at) == (T + 5, T + 20)
+    listed = sessions.list_sessions(app_name=APP).sessions
+    assert [(s.id, s.last_update_time) for s in listed] == [
+        ("s1", T), ("s2", T + 10), ("s3", T + 5)
+    ]  # fmt: skip
+    sessions.append_event(s3, event(ts=T + 30, delta=delta))
+    row.refresh_from_db()
+    assert (row.last_update_time, row.listed_at) == (T + 30, T + 30)
+    # Rows written without a place (bulk loads, tests) are placed at their last update.
+    AgentSession.objects.bulk_create(
+        [AgentSession(app_name=APP, user_id="bob", session_id="b1", created_at=timezone.now(),
+                      last_update_time=T + 1)]
+    )  # fmt: skip
+    assert AgentSession.objects.get(session_id="b1").listed_at == T + 1
+
+
+@pytest.mark.django_db
 def test_the_sync_api_is_what_the_sweeper_calls():
     created = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1", now=T)
     assert created.last_update_time == T
