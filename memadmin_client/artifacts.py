@@ -11,6 +11,7 @@ from google.adk.artifacts.base_artifact_service import (
 )
 from google.genai import types
 
+from .errors import is_absent
 from .http import RemoteService, file_path, user_path
 from .wire import dump
 
@@ -61,7 +62,7 @@ class RemoteArtifactService(RemoteService, BaseArtifactService):
             idempotent=True,
             allow=frozenset({404}),
         )
-        if response.status_code == 404:
+        if is_absent(response, "artifact_not_found"):
             return None
         return types.Part.model_validate(response.json())
 

@@ -32,6 +32,7 @@ __all__ = [
     "SessionNotFoundError",
     "StaleSessionError",
     "error_from_response",
+    "is_absent",
 ]
 
 
@@ -91,3 +92,14 @@ def error_from_response(response: httpx.Response) -> Exception:
     if status >= 500:
         return ServerError(detail, status=status, code=code)
     return MemadminError(detail, status=status, code=code)
+
+
+def is_absent(response: httpx.Response, code: str) -> bool:
+    """Whether an answer allowed to be a 404 says the thing asked for is absent (the
+    404 with ``code``); raises for any other 404 (a wrong base URL, a proxy's page):
+    that is not an answer about the thing, and None would hide the misconfiguration."""
+    if response.status_code != 404:
+        return False
+    if _body(response).get("code") == code:
+        return True
+    raise error_from_response(response)

@@ -12,6 +12,7 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
+from .errors import is_absent
 from .http import RemoteService, segment, session_path, user_path
 from .wire import dump, json_safe_state, session_from, without_temp_state
 
@@ -81,7 +82,7 @@ class RemoteSessionService(RemoteService, BaseSessionService):
         response = await self.client.request(
             "GET", path, params=params, app_name=app_name, idempotent=True, allow=frozenset({404})
         )
-        if response.status_code == 404:
+        if is_absent(response, "session_not_found"):
             return None
         return session_from(response.json())
 

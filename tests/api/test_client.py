@@ -17,6 +17,7 @@ from api import keys
 from memadmin_client import (
     InvalidRequest,
     MemadminClient,
+    MemadminError,
     MemadminUnavailable,
     NotAuthorized,
     RemoteArtifactService,
@@ -127,6 +128,45 @@ def test_refused_input_is_a_value_error_with_the_servers_message():
     with pytest.raises(InvalidRequest, match="300 characters") as caught:
         asyncio.run(RemoteSessionService(client=client).get_user_state(app_name=APP, user_id=USER))
     assert isinstance(caught.value, ValueError) and caught.value.status == 422
+
+
+def test_only_a_404_saying_the_thing_is_absent_reads_as_none():
+    """A 404 from a wrong base URL or a proxy is not an answer about the session: raised,
+    not None, which would hide the misconfiguration."""
+    absent = httpx.Response(
+        404, json={"detail": "Session s1 not found.", "code": "session_not_found"}
+    )
+    client, _ = scripted(absent)
+    service = RemoteSessionService(client=client)
+    assert asyncio.run(service.get_session(app_name=APP, user_id=USER, session_id="s1")) is None
+    for other in (
+        httpx.Response(404, json={"detail": "Not found.", "code": "not_found"}),
+        httpx.Response(404, text="<h1>Not Found</h1>"),
+    ):
+        client, _ = scripted(other)
+        with pytest.raises(MemadminError) as caught:
+            asyncio.run(
+                RemoteSessionService(client=client).get_session(
+                    app_name=APP, user_id=USER, session_id="s1"
+                )
+            )
+        assert caught.value.status == 404
+        client, _ = scripted(other)
+        with pytest.raises(MemadminError):
+            asyncio.run(
+                RemoteArtifactService(client=client).load_artifact(
+                    app_name=APP, user_id=USER, filename="a.txt", session_id="s1"
+                )
+            )
+    client, _ = scripted(httpx.Response(404, json={"detail": "x", "code": "artifact_not_found"}))
+    assert (
+        asyncio.run(
+            RemoteArtifactService(client=client).load_artifact(
+                app_name=APP, user_id=USER, filename="a.txt", session_id="s1"
+            )
+        )
+        is None
+    )
 
 
 def test_ids_the_api_cannot_address_are_refused_before_sending():
