@@ -13,6 +13,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
+from django.utils import timezone
 
 from records import store
 from records.models import EvictionEvent, MemoryRecord
@@ -108,6 +109,7 @@ def enforced_totals(item: WorkItem, done: bool) -> dict:
 
 def preview_users(item: WorkItem, as_of: datetime) -> str:
     """Store what enforcing these users at ``as_of`` would evict; change nothing."""
+    started_at = timezone.now()  # before anything of the users is read
     existing = set(
         MemoryRecord.objects.filter(app_name=item.app_name, user_id__in=item.users).values_list(
             "id", flat=True
@@ -120,5 +122,5 @@ def preview_users(item: WorkItem, as_of: datetime) -> str:
     except _Rollback:
         pass
     entries = _record_entries(item.run_id, item.app_name, victims, existing)
-    replace_plan_entries(item.run_id, item.app_name, item.users, entries)
+    replace_plan_entries(item.run_id, item.app_name, item.users, entries, started_at=started_at)
     return f"{len(victims)} record(s) would go"

@@ -15,10 +15,11 @@ from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from records import artifacts as artifact_store
+from records import erasure_guard, store
 from records import sessions as session_store
-from records import store
 from records.locks import user_lock
 from records.memory_service import add_session
 from records.models import AgentSession, MemoryRecord, RetiredSession
@@ -156,6 +157,7 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
     report shows exactly the victims the real sweep would choose at ``as_of``.
     """
     app_name, user_id, run_id = item.app_name, item.user_id, item.run_id
+    started_at = timezone.now()  # before anything of the user is read
     entries: list[PlanEntry] = []
     sessions = [
         session_store.get_session(app_name=app_name, user_id=user_id, session_id=sid)
@@ -189,16 +191,30 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
             )
         )
     entries.extend(_record_entries(run_id, app_name, victims, existing_ids))
-    replace_plan_entries(run_id, app_name, [user_id], entries)
+    replace_plan_entries(run_id, app_name, [user_id], entries, started_at=started_at)
     return f"{len(sessions)} session(s), {len(victims)} record(s) would go"
 
 
-def replace_plan_entries(run_id: int, app_name: str, user_ids: list[str], entries) -> None:
+def replace_plan_entries(
+    run_id: int, app_name: str, user_ids: list[str], entries, *, started_at: datetime
+) -> None:
     """Store an item's report lines; a retried item replaces, not repeats, an earlier
-    attempt's (its worker may have died after writing them)."""
+    attempt's (its worker may have died after writing them).
+
+    Lines about a user erased since ``started_at`` (when the item began reading) are
+    not written: they were read before the erasure, and writing them after it would
+    bring the subject back. Checked under the subject lock, as an ingest checks."""
     with transaction.atomic():
+        erased = set()
+        for user_id in user_ids:
+            erasure_guard.acquire_subject_lock(user_id, exclusive=False)
+            barrier = erasure_guard.latest_barrier(app_name, user_id)
+            if barrier is not None and barrier[0] > started_at:
+                erased.add(user_id)
+        if erased:
+            log.info("dry-run lines of %d erased user(s) not written", len(erased))
         PlanEntry.objects.filter(run_id=run_id, app_name=app_name, user_id__in=user_ids).delete()
-        PlanEntry.objects.bulk_create(entries)
+        PlanEntry.objects.bulk_create([e for e in entries if e.user_id not in erased])
 
 
 def planned_totals(run_id: int, app_name: str, user_ids: list[str]) -> dict:

@@ -225,3 +225,31 @@ def test_a_plan_applies_once_and_only_a_finished_dry_run_applies():
         plans.check_appliable(queued)
     assert runs.create_run(RunKind.APPLY, plan=plan, enqueue=False) is None  # DB says once too
     assert Run.objects.filter(kind=RunKind.APPLY).count() == 1
+
+
+def test_dry_run_lines_read_before_an_erasure_are_not_written_after_it():
+    """An item reads the user, the user is erased, then the item writes its report: the
+    lines would bring the subject back, so they are not written; lines about users not
+    erased meanwhile are."""
+    from erasure.models import ErasureStatus
+    from sweeper.models import EntryKind
+    from sweeper.sweep import replace_plan_entries
+
+    from ..erasure.helpers import erase
+
+    run = runs.create_run(RunKind.SWEEP, dry_run=True, enqueue=False)
+
+    def line(user):
+        return PlanEntry(run=run, kind=EntryKind.SESSION, app_name=APP, user_id=user,
+                         session_id="s1", reason="idle", snapshot={})  # fmt: skip
+
+    make_session(APP, "cust-0042", "s1", ["My name is Ana"], idle_days=10)
+    started_at = timezone.now()  # the item begins reading
+    assert erase(APP, "cust-0042").status == ErasureStatus.VERIFIED
+    replace_plan_entries(
+        run.id, APP, ["cust-0042", "bob"], [line("cust-0042"), line("bob")], started_at=started_at
+    )
+    assert list(PlanEntry.objects.values_list("user_id", flat=True)) == ["bob"]
+    # An item that began after the erasure writes the user's lines: new data.
+    replace_plan_entries(run.id, APP, ["cust-0042"], [line("cust-0042")], started_at=timezone.now())
+    assert PlanEntry.objects.filter(user_id="cust-0042").count() == 1
