@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils.module_loading import import_string
 
-from . import policy_sql, vectors
+from . import plugins, policy_sql, vectors
 from .models import MemoryRecord, RecordEmbedding
 from .policies import policy_for
 
@@ -96,7 +96,7 @@ def embed(texts: list[str]) -> list[vectors.array | None]:
     try:
         returned = fn(list(texts))
     except Exception as exc:
-        raise EmbedderError(f"the embedder raised {type(exc).__name__}") from exc
+        raise EmbedderError(f"the embedder raised {plugins.failure(exc)}") from exc
     try:
         batch = vectors.check_batch(returned, len(texts))
     except vectors.VectorError as exc:

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from . import plugins, slots
 from . import rules as pure_rules
-from . import slots
 from .information import information_importance
 from .models import ImportanceSource
 from .search_text import CONTEXT_TURNS
@@ -134,8 +134,11 @@ class Extractor:
         if self.classifier is not None:
             try:
                 value = self.classifier(text)
-            except Exception:  # a broken classifier must not lose the memory
-                log.exception("importance classifier failed; using the default importance")
+            except Exception as exc:  # a broken classifier must not lose the memory
+                log.error(
+                    "importance classifier failed: %s; using the default importance",
+                    plugins.failure(exc),
+                )
                 value = None
             if value is not None:
                 value = float(value)

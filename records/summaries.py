@@ -24,6 +24,7 @@ from functools import cache
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from . import plugins
 from . import policy as pure
 from .models import ImportanceSource, MemoryRecord
 from .tokens import token_counter
@@ -71,8 +72,8 @@ def summariser() -> Callable[[Sequence[str], int], str]:
 def _within_budget(texts: Sequence[str], budget: int) -> str:
     try:
         text = summariser()(list(texts), budget)
-    except Exception:  # a broken plug-in must not block eviction
-        log.exception("summariser failed; using the extractive summary")
+    except Exception as exc:  # a broken plug-in must not block eviction
+        log.error("summariser failed: %s; using the extractive summary", plugins.failure(exc))
         text = ""
     if not text or token_counter()(text) > budget:
         text = extractive_summary(texts, budget)

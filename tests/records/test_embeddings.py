@@ -184,6 +184,9 @@ def test_a_failing_embedder_never_loses_the_ingest_and_the_back_fill_repairs_it(
         assert _vectors() == set()
         assert "left for the back-fill" in caplog.text
     assert all(t not in caplog.text for t in TEXTS)  # logs never hold content
+    if bad == "failing":  # its class and where it was raised, never its message
+        assert "ConnectionError (raised at embedders.py:" in caplog.text
+        assert "unreachable" not in caplog.text
     if bad != "mixed_dimensions":  # the query cannot be embedded: lexical search answers
         assert search_ids("blue") == [_ids()[TEXTS[0]], _ids()[TEXTS[3]]]
     use_embedder("bag_of_concepts")

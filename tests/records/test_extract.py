@@ -72,14 +72,18 @@ def test_classifier_scores_what_no_rule_matched_and_is_cached_on_the_candidate()
 
 
 @pytest.mark.parametrize("answer", [None, 1.7, "boom"])
-def test_a_classifier_that_fails_or_answers_out_of_range_falls_back_to_default(answer):
+def test_a_classifier_that_fails_or_answers_out_of_range_falls_back_to_default(answer, caplog):
     def classifier(text):
         if answer == "boom":
-            raise RuntimeError("model offline")
+            raise RuntimeError(f"model offline while scoring {text!r}")
         return answer
 
     [c] = extractor(classifier).from_events("a", "u", "s", [text_event("What time do you open?")])
     assert (c.importance, c.importance_source) == (0.2, "default")
+    if answer == "boom":
+        # Its class and where it was raised; not its message, which quotes the memory.
+        assert "RuntimeError (raised at test_extract.py:" in caplog.text
+        assert "open?" not in caplog.text and "Traceback" not in caplog.text
 
 
 def test_text_is_made_storable_nul_surrogates_and_huge_content():

@@ -107,6 +107,28 @@ def test_a_plugged_in_summariser_that_overspends_falls_back(settings):
         summaries.summariser.cache_clear()
 
 
+def quoting(texts, max_tokens):
+    raise ValueError(f"the model refused: {texts[0]!r}")
+
+
+def test_a_plugged_in_summariser_that_fails_is_logged_without_the_text(settings, caplog):
+    from records import summaries
+
+    settings.MEMADMIN = {**settings.MEMADMIN, "SUMMARISER": "tests.records.test_summaries.quoting"}
+    summaries.summariser.cache_clear()
+    try:
+        update_policy("app", {"summarise": True, "summarise_min_cluster": 2, "max_records": 2})
+        for i in range(4):
+            note(f"A short note {i}. x", session="s")
+        note("My name is Ana", importance=0.9, age_days=1)
+        store.enforce("app", "u", NOW)
+        assert "A short note" in MemoryRecord.objects.get(is_summary=True).content  # extractive
+        assert "ValueError (raised at test_summaries.py:" in caplog.text
+        assert "short note" not in caplog.text
+    finally:
+        summaries.summariser.cache_clear()
+
+
 def verbose(texts, max_tokens):
     return "blah " * (max_tokens * 10)
 
