@@ -8,6 +8,7 @@ bundled static files, no CDN).
 from __future__ import annotations
 
 import json
+import math
 import time
 from functools import wraps
 
@@ -58,6 +59,15 @@ def _no_constants(name: str):
     raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
 
 
+def _finite(text: str) -> float:
+    """A JSON number as a float; one too large for a float (1e400) is refused like
+    Infinity, not stored as it (the database refuses infinite JSON numbers)."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} is too large (numbers must be finite)")
+    return value
+
+
 def _without_staff_session(request) -> None:
     """The API authenticates by key alone. Forget the staff login cookie, so an API call
     can neither be authenticated by it nor refresh it (SESSION_SAVE_EVERY_REQUEST)."""
@@ -102,7 +112,9 @@ def prepare_request(run):
         request._memadmin_json = None
         if request.method in BODY_METHODS and request.body:
             try:
-                body = json.loads(request.body, parse_constant=_no_constants)
+                body = json.loads(
+                    request.body, parse_constant=_no_constants, parse_float=_finite
+                )
             except (ValueError, RecursionError) as exc:
                 return errors.error_response(
                     api, request, 400, "invalid_json", f"The request body is not JSON: {exc}."

@@ -590,6 +590,9 @@ def test_malformed_bodies_are_4xx_with_a_message(api):
     nan = '{"event": {"author": "u", "timestamp": NaN}}'
     new_session(api)
     assert_error(api.post("sessions/s1/events", raw=nan), 400, "invalid_json", "NaN")
+    huge = '{"sessionId": "s2", "state": {"n": 1e400}}'  # past a float: not Infinity
+    assert_error(api.post("sessions", raw=huge), 400, "invalid_json", "1e400", "too large")
+    assert not AgentSession.objects.filter(session_id="s2").exists()
     assert_error(api.post("sessions", raw="[1, 2]"), 422, "invalid_request")
     wrong_type = api.post("memory/search", {"query": 42})
     assert_error(wrong_type, 422, "invalid_request", "body.query", "not of type 'string'")
