@@ -88,26 +88,36 @@ class AccessLogFilter(logging.Filter):
 # --- the MCP server -------------------------------------------------------------------
 
 RESOURCE_SCHEME = "memadmin://apps/"
-_SEGMENT_ENDS = frozenset("/'\" \t\r\n)?#,")
+# The one resource that names a user (mcp_server.server): what follows the id.
+_USER_RESOURCE_TAIL = "/pinned"
 
 
 def pseudonymous_resource_text(text: str) -> str:
     """``text`` with the user id of every memadmin resource URI in it
-    (``memadmin://apps/APP/users/USER/...``) replaced by its pseudonym. A scan: the
-    text is a peer's, so no regular expression runs over it."""
+    (``memadmin://apps/APP/users/USER/pinned``) replaced by its pseudonym. The URI is
+    the client's text, so the id may hold anything but a line break: it runs to the
+    last ``/pinned`` before the next URI or the end of the line, and where there is no
+    such ending all of the rest of the line goes. A scan, no regular expression."""
+    return "\n".join(_pseudonymous_line(line) for line in text.split("\n"))
+
+
+def _pseudonymous_line(line: str) -> str:
     out, pos = [], 0
-    while (start := text.find(RESOURCE_SCHEME, pos)) >= 0:
-        users = text.find("/users/", start + len(RESOURCE_SCHEME))
+    while (start := line.find(RESOURCE_SCHEME, pos)) >= 0:
+        users = line.find("/users/", start + len(RESOURCE_SCHEME))
         if users < 0:
             break
         begin = users + len("/users/")
-        end = begin
-        while end < len(text) and text[end] not in _SEGMENT_ENDS:
-            end += 1
-        out.append(text[pos:begin])
-        out.append(pseudonym(unquote(text[begin:end])) if end > begin else "")
+        following = line.find(RESOURCE_SCHEME, begin)
+        limit = len(line) if following < 0 else following
+        end = line.rfind(_USER_RESOURCE_TAIL, begin, limit)
+        out.append(line[pos:begin])
+        if end <= begin:
+            out.append("...")
+            return "".join(out)
+        out.append(pseudonym(unquote(line[begin:end])))
         pos = end
-    out.append(text[pos:])
+    out.append(line[pos:])
     return "".join(out)
 
 

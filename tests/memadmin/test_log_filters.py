@@ -157,14 +157,19 @@ def test_with_debug_on_each_request_warning_reaches_one_handler(settings):
     assert len(handlers) == 1
 
 
-def test_resource_uris_in_mcp_log_lines_name_the_user_by_pseudonym():
+@pytest.mark.parametrize("user", ["cust%2F0042", "john smith", "o'brien", "smith,john", "a/b)c"])
+def test_resource_uris_in_mcp_log_lines_name_the_user_by_pseudonym(user):
+    from urllib.parse import unquote
+
     from memadmin.log_filters import McpLogFilter, pseudonymous_resource_text
 
-    uri = "memadmin://apps/pharmacy/users/cust%2F0042/pinned"
-    text = f"Resource {uri!r} failed; again: memadmin://apps/x/users/bob"
-    assert pseudonymous_resource_text(text) == (
-        f"Resource 'memadmin://apps/pharmacy/users/{pseudonym('cust/0042')}/pinned' failed; "
-        f"again: memadmin://apps/x/users/{pseudonym('bob')}"
+    uri = f"memadmin://apps/pharmacy/users/{user}/pinned"
+    safe = f"memadmin://apps/pharmacy/users/{pseudonym(unquote(user))}/pinned"
+    text = f"Resource {uri!r} failed: 'no key'; Unknown resource: {uri}"
+    assert pseudonymous_resource_text(text) == text.replace(uri, safe)
+    # No resource ending after the id: all of the rest of the line goes.
+    assert pseudonymous_resource_text(f"at memadmin://apps/x/users/{user} x\nnext") == (
+        "at memadmin://apps/x/users/...\nnext"
     )
     assert pseudonymous_resource_text("no uri /users/bob here") == "no uri /users/bob here"
     try:
@@ -176,5 +181,5 @@ def test_resource_uris_in_mcp_log_lines_name_the_user_by_pseudonym():
         )  # fmt: skip
     assert McpLogFilter().filter(record)
     line = logging.Formatter().format(record)
-    assert "cust%2F0042" not in line and "cust/0042" not in line
-    assert line.count(pseudonym("cust/0042")) == 2  # the message and the exception
+    assert user not in line and unquote(user) not in line
+    assert line.count(pseudonym(unquote(user))) == 2  # the message and the exception
