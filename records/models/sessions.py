@@ -29,8 +29,10 @@ class AgentSession(models.Model):
     # Where listings place the session: the latest ``last_update_time`` it has had. An
     # event may be stamped earlier than the session's last update (an agent's clock
     # behind the server's), which moves ``last_update_time`` back; this never moves
-    # back, so a listing in progress cannot lose a session behind its cursor.
-    listed_at = models.FloatField()
+    # back, so a listing in progress cannot lose a session behind its cursor. This
+    # version always sets it; on PostgreSQL a trigger places a row inserted without it
+    # (by a process of the version before, during a rolling upgrade) at its last update.
+    listed_at = models.FloatField(null=True)
     # Bumped on every write; a caller holding an older revision is stale.
     revision = models.PositiveBigIntegerField(default=0)
     event_count = models.PositiveIntegerField(default=0)

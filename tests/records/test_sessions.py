@@ -87,6 +87,21 @@ def test_an_earlier_stamped_event_moves_the_update_time_back_but_not_the_place(d
 
 
 @pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL trigger")
+def test_a_row_inserted_without_a_place_by_an_older_process_is_placed_at_its_update():
+    """During a rolling upgrade the version before inserts sessions knowing no listed_at."""
+    with connection.cursor() as cursor:
+        table = AgentSession._meta.db_table
+        cursor.execute(
+            f"INSERT INTO {table} (app_name, user_id, session_id, state, created_at, "  # noqa: S608
+            "last_update_time, revision, event_count) VALUES (%s, %s, %s, '{}', now(), %s, 0, 0)",
+            [APP, ALICE, "old", T],
+        )
+    assert AgentSession.objects.get(session_id="old").listed_at == T
+    assert [s.id for s in sessions.list_sessions(app_name=APP).sessions] == ["old"]
+
+
+@pytest.mark.django_db
 def test_the_sync_api_is_what_the_sweeper_calls():
     created = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1", now=T)
     assert created.last_update_time == T
