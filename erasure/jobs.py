@@ -46,9 +46,9 @@ from memadmin import audit as staff_audit
 from memadmin import claims, pseudonyms
 from memadmin.roles import COMPLIANCE, has_role
 from records import erasure_guard, touches
-from records.ids import check_scope
+from records.ids import validate_id
 from records.locks import acquire_user_lock, user_lock_key
-from records.models import APP_NAME_MAX, MemoryRecord
+from records.models import APP_NAME_MAX, USER_ID_MAX, MemoryRecord
 from records.selectors.apps import UnknownApp, is_known_app
 
 from . import models, signing
@@ -169,7 +169,10 @@ def submit(
     if app_name is not None and (not isinstance(app_name, str) or not app_name.strip()):
         raise ErasureRefused("Choose an app, or all apps.")
     try:
-        check_scope(app_name or "all-apps", user_id)
+        # Not check_scope: an app named before app names were refused control characters
+        # must still be erasable.
+        validate_id("app_name", app_name or "all-apps", APP_NAME_MAX)
+        validate_id("user_id", user_id, USER_ID_MAX)
     except ValueError as exc:
         raise ErasureRefused(str(exc)) from exc
     if app_name is not None and len(app_name) > APP_NAME_MAX:

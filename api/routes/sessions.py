@@ -116,8 +116,8 @@ PAGING = (
     "session is placed at the latest ``lastUpdateTime`` it has had: an event stamped "
     "earlier than the session's last update (an agent clock behind the server's) moves "
     "``lastUpdateTime`` back but not the session's place. A session updated while you "
-    "page moves to the end and is listed again there (keep the later copy); none that "
-    "existed when you began is skipped."
+    "page moves to its new place and, when that is past your cursor, is listed again "
+    "there (keep the later copy); none that existed when you began is skipped."
 )
 
 

@@ -313,3 +313,16 @@ def test_erasure_deletes_the_subjects_vectors_and_says_so_on_the_receipt(scope):
     assert vectors_row["deleted"] == len(theirs & vectors_before)
     assert vectors_row["remaining_at_verification"] == 0
     assert "vectors" in vectors_row["holds"]
+
+
+def test_an_app_named_with_a_control_character_before_the_rule_can_still_be_erased():
+    """App names may no longer hold control characters; one stored earlier is erasable."""
+    now = timezone.now()
+    app = "legacy\x1fapp"
+    MemoryRecord.objects.create(
+        app_name=app, user_id=USER, content="I am allergic to penicillin", created_at=now,
+        last_accessed_at=now, tokens=5, importance=0.5,
+    )  # fmt: skip
+    req = erase(app)
+    assert req.status == ErasureStatus.VERIFIED, req.failure_reason
+    assert not MemoryRecord.objects.filter(user_id=USER).exists()
