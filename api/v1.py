@@ -112,9 +112,7 @@ def prepare_request(run):
         request._memadmin_json = None
         if request.method in BODY_METHODS and request.body:
             try:
-                body = json.loads(
-                    request.body, parse_constant=_no_constants, parse_float=_finite
-                )
+                body = json.loads(request.body, parse_constant=_no_constants, parse_float=_finite)
             except (ValueError, RecursionError) as exc:
                 return errors.error_response(
                     api, request, 400, "invalid_json", f"The request body is not JSON: {exc}."
