@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from memadmin import audit as staff_audit
 from memadmin import claims, pseudonyms
+from memadmin.log_filters import stored_error
 from memadmin.roles import COMPLIANCE, has_role
 from records import erasure_guard, touches
 from records.ids import validate_id
@@ -304,7 +305,7 @@ def run(
         return "skipped"
     except Exception as exc:
         log.exception("erasure #%s failed", request_id)
-        job.fail(f"{job.step}: {type(exc).__name__}: {exc}")
+        job.fail(f"{job.step}: {stored_error(exc)}")
         return models.ErasureStatus.FAILED
 
 

@@ -185,6 +185,15 @@ def withheld(error: BaseException) -> str:
     return f"{type(error).__name__} ({'; '.join([*facts, WITHHELD])})"
 
 
+def stored_error(error: BaseException) -> str:
+    """An error as a row keeps it (a failed run, a failed erasure): ``Class: message``,
+    a database error's text withheld (``withheld``), as logs withhold it. Such rows
+    outlive erasure, and the text of a database error can quote any stored value."""
+    if any(isinstance(e, _database_errors()) for e in _chain(error)):
+        return withheld(error)
+    return f"{type(error).__name__}: {error}"
+
+
 def _traceback(error: BaseException) -> str:
     """The traceback of ``error`` and its chain with each database error's text withheld."""
     import traceback

@@ -14,6 +14,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from django.utils import timezone
 
+from memadmin.log_filters import stored_error
 from records import touches
 from records.feedback import prune_regret_terms
 from records.tasks import soft_time_limit
@@ -85,7 +86,7 @@ def execute_run(run_id: int) -> None:
         items = plan_run(run)
     except Exception as exc:
         log.exception("planning run %s failed", run_id)
-        runs.fail_run(run_id, f"planning failed: {exc}")
+        runs.fail_run(run_id, f"planning failed: {stored_error(exc)}")
         return
     if runs.fan_out(run, token, items):
         ids = list(WorkItem.objects.filter(run=run).values_list("id", flat=True))
@@ -118,14 +119,14 @@ def run_item(self, item_id: int) -> None:
         close_old_connections()
         if self.request.retries >= MAX_RETRIES:
             log.exception("item %s of run %s failed after retries", item_id, item.run_id)
-            finish_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
+            finish_item(item, token, ItemStatus.FAILED, stored_error(exc))
             return
         log.warning("item %s: database connection lost (%s); retrying", item_id, exc)
         runs.release_item(item, token)
         raise self.retry(exc=exc, countdown=min(2**self.request.retries, 30)) from exc
     except Exception as exc:
         log.exception("item %s of run %s failed", item_id, item.run_id)
-        finish_item(item, token, ItemStatus.FAILED, f"{type(exc).__name__}: {exc}")
+        finish_item(item, token, ItemStatus.FAILED, stored_error(exc))
 
 
 def item_past_soft_time_limit(item: WorkItem, token: str, seconds: float, *, attempt: int) -> bool:
@@ -163,7 +164,7 @@ def run_inline(run: Run, progress=None) -> Run:
     try:
         items = plan_run(run)
     except Exception as exc:
-        runs.fail_run(run.id, f"planning failed: {exc}")
+        runs.fail_run(run.id, f"planning failed: {stored_error(exc)}")
         raise
     runs.fan_out(run, token, items)
     for item_id in WorkItem.objects.filter(run=run).values_list("id", flat=True):

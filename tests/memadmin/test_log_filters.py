@@ -183,3 +183,23 @@ def test_resource_uris_in_mcp_log_lines_name_the_user_by_pseudonym(user):
     line = logging.Formatter().format(record)
     assert user not in line and unquote(user) not in line
     assert line.count(pseudonym(unquote(user))) == 2  # the message and the exception
+
+
+@pytest.mark.django_db
+def test_a_stored_error_keeps_a_database_error_s_class_and_constraint_not_its_text():
+    from django.db import IntegrityError, transaction
+
+    from memadmin.log_filters import WITHHELD, stored_error
+    from records.models import MemoryRecord
+
+    assert stored_error(ValueError("bad thing")) == "ValueError: bad thing"
+    try:
+        with transaction.atomic():
+            MemoryRecord.objects.create(
+                app_name="a", user_id="cust-SECRET-1", content="secret content", tokens=-1,
+                created_at="2026-01-01T00:00Z", last_accessed_at="2026-01-01T00:00Z",
+            )  # fmt: skip
+    except IntegrityError as exc:
+        text = stored_error(exc)
+    assert text.startswith("IntegrityError") and WITHHELD in text
+    assert "SECRET" not in text and "secret content" not in text
