@@ -94,30 +94,25 @@ _USER_RESOURCE_TAIL = "/pinned"
 
 def pseudonymous_resource_text(text: str) -> str:
     """``text`` with the user id of every memadmin resource URI in it
-    (``memadmin://apps/APP/users/USER/pinned``) replaced by its pseudonym. The URI is
-    the client's text, so the id may hold anything but a line break: it runs to the
-    last ``/pinned`` before the next URI or the end of the line, and where there is no
-    such ending all of the rest of the line goes. A scan, no regular expression."""
-    return "\n".join(_pseudonymous_line(line) for line in text.split("\n"))
-
-
-def _pseudonymous_line(line: str) -> str:
+    (``memadmin://apps/APP/users/USER/pinned``) replaced by a pseudonym. The URI is the
+    client's text and an id may hold anything (line breaks, quotes, the scheme itself),
+    so the id runs to the last ``/pinned`` of the whole text, and where there is none
+    all the rest of the text goes: too much is hidden rather than a part of an id shown.
+    A scan, no regular expression."""
     out, pos = [], 0
-    while (start := line.find(RESOURCE_SCHEME, pos)) >= 0:
-        users = line.find("/users/", start + len(RESOURCE_SCHEME))
+    while (start := text.find(RESOURCE_SCHEME, pos)) >= 0:
+        users = text.find("/users/", start + len(RESOURCE_SCHEME))
         if users < 0:
             break
         begin = users + len("/users/")
-        following = line.find(RESOURCE_SCHEME, begin)
-        limit = len(line) if following < 0 else following
-        end = line.rfind(_USER_RESOURCE_TAIL, begin, limit)
-        out.append(line[pos:begin])
-        if end <= begin:
+        end = text.rfind(_USER_RESOURCE_TAIL, begin)
+        out.append(text[pos:begin])
+        if end < 0:
             out.append("...")
             return "".join(out)
-        out.append(pseudonym(unquote(line[begin:end])))
+        out.append(pseudonym(unquote(text[begin:end])))
         pos = end
-    out.append(line[pos:])
+    out.append(text[pos:])
     return "".join(out)
 
 

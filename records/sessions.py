@@ -720,7 +720,9 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
         if deltas["session"]:
             row.state = {**row.state, **deltas["session"]}
         row.last_update_time = event.timestamp
-        row.listed_at = max(row.listed_at, event.timestamp)  # never back: LISTING_ORDER
+        # Never back (LISTING_ORDER); a row not yet placed by the migration is placed now.
+        placed = row.last_update_time if row.listed_at is None else row.listed_at
+        row.listed_at = max(placed, event.timestamp)
         row.revision += 1
         row.event_count += 1
         row.save(

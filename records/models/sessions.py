@@ -30,8 +30,9 @@ class AgentSession(models.Model):
     # event may be stamped earlier than the session's last update (an agent's clock
     # behind the server's), which moves ``last_update_time`` back; this never moves
     # back, so a listing in progress cannot lose a session behind its cursor. This
-    # version always sets it; on PostgreSQL a trigger places a row inserted without it
-    # (by a process of the version before, during a rolling upgrade) at its last update.
+    # version always sets it; on PostgreSQL a trigger also keeps it at least
+    # last_update_time on every write, for processes of the version before (a rolling
+    # upgrade: migrations 0019-0021), which know no such column.
     listed_at = models.FloatField(null=True)
     # Bumped on every write; a caller holding an older revision is stale.
     revision = models.PositiveBigIntegerField(default=0)

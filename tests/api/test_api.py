@@ -242,7 +242,7 @@ def test_a_cursor_the_server_made_is_always_accepted_whatever_time_was_stored(ap
     too: the cursor after them must be one the server takes back."""
     for sid in ("old", "new"):
         new_session(api, sid)
-    AgentSession.objects.filter(session_id="old").update(listed_at=stored)
+    AgentSession.objects.filter(session_id="old").update(listed_at=stored, last_update_time=stored)
     AgentSession.objects.filter(session_id="new").update(listed_at=float("inf"))
     first = api.get("sessions", limit=1).json()
     assert [s["id"] for s in first["sessions"]] == ["old"]

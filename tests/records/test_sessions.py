@@ -89,7 +89,7 @@ def test_an_earlier_stamped_event_moves_the_update_time_back_but_not_the_place(d
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL trigger")
 def test_a_row_inserted_without_a_place_by_an_older_process_is_placed_at_its_update():
-    """During a rolling upgrade the version before inserts sessions knowing no listed_at."""
+    """During a rolling upgrade the version before writes sessions knowing no listed_at."""
     with connection.cursor() as cursor:
         table = AgentSession._meta.db_table
         cursor.execute(
@@ -99,6 +99,15 @@ def test_a_row_inserted_without_a_place_by_an_older_process_is_placed_at_its_upd
         )
     assert AgentSession.objects.get(session_id="old").listed_at == T
     assert [s.id for s in sessions.list_sessions(app_name=APP).sessions] == ["old"]
+    # Its append (the version before updates last_update_time alone) moves it on, and
+    # an earlier stamp does not move it back.
+    for stamp, placed in ((T + 50, T + 50), (T + 20, T + 50)):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET last_update_time = %s WHERE session_id = 'old'",  # noqa: S608
+                [stamp],
+            )
+        assert AgentSession.objects.get(session_id="old").listed_at == placed
 
 
 @pytest.mark.django_db
