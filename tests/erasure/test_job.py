@@ -147,7 +147,10 @@ def test_a_failure_midway_is_loud_and_a_retry_resumes_with_exact_counts():
     req = erase("pharmacy", batch=2)
     assert req.status == ErasureStatus.FAILED
     assert req.failure_reason.startswith("records.UserState: ")
-    assert "disk on fire" in req.failure_reason
+    # The database's error by its class (and SQLSTATE on PostgreSQL), its text withheld:
+    # it can quote stored values, and the request and its audit entries outlive them.
+    assert "Error" in req.failure_reason and "withheld" in req.failure_reason
+    assert "disk on fire" not in req.failure_reason
     assert req.user_id == USER  # kept: the retry needs it
     assert req.progress["records.MemoryRecord"]["done"] is True
     assert "records.UserState" not in req.progress or not req.progress["records.UserState"]["done"]
