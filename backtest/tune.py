@@ -78,9 +78,13 @@ class Tuning:
     tried: int
     best: list[Candidate]
     exact: bool
-    sampled: int = 0  # users of the first round (0: every candidate replayed on every user)
     # Each sampled round: [users in its sample, candidates it let go on].
     samples: list[list[int]] = field(default_factory=list)
+
+    @property
+    def sampled(self) -> int:
+        """Users of the first round (0: every candidate replayed on every user)."""
+        return self.samples[0][0] if self.samples else 0
 
     def rounds_text(self) -> str:
         """How the candidates were narrowed, for the command and the page ("" if not)."""
@@ -237,7 +241,6 @@ def tune(
         tried=len(candidates),
         best=_ranked(finals, replayed, base, split)[:BEST],
         exact=replayed.exactness.exact,
-        sampled=plan[0][0] if plan else 0,
         samples=[[size, keep] for size, keep in plan],
         held_out_from=start + split * ONE_DAY if split < n_days else None,
         current_held_out=_total(replayed.current[split:]),

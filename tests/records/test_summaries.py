@@ -90,10 +90,12 @@ def test_extractive_summary_respects_the_token_budget_and_dedupes():
     assert summary.count("Same first sentence.") == 1
 
 
-def test_a_plugged_in_summariser_that_overspends_falls_back(settings):
+def _enforce_with_summariser(settings, name: str) -> MemoryRecord:
+    """Enforce a cap over a cluster of victims with ``name`` (of this module) as the
+    summariser; the summary written."""
     from records import summaries
 
-    settings.MEMADMIN = {**settings.MEMADMIN, "SUMMARISER": "tests.records.test_summaries.verbose"}
+    settings.MEMADMIN = {**settings.MEMADMIN, "SUMMARISER": f"tests.records.test_summaries.{name}"}
     summaries.summariser.cache_clear()
     try:
         update_policy("app", {"summarise": True, "summarise_min_cluster": 2, "max_records": 2})
@@ -101,10 +103,13 @@ def test_a_plugged_in_summariser_that_overspends_falls_back(settings):
             note(f"A short note {i}. x", session="s")
         note("My name is Ana", importance=0.9, age_days=1)
         store.enforce("app", "u", NOW)
-        summary = MemoryRecord.objects.get(is_summary=True)
-        assert "blah" not in summary.content
+        return MemoryRecord.objects.get(is_summary=True)
     finally:
         summaries.summariser.cache_clear()
+
+
+def test_a_plugged_in_summariser_that_overspends_falls_back(settings):
+    assert "blah" not in _enforce_with_summariser(settings, "verbose").content
 
 
 def quoting(texts, max_tokens):
@@ -112,21 +117,10 @@ def quoting(texts, max_tokens):
 
 
 def test_a_plugged_in_summariser_that_fails_is_logged_without_the_text(settings, caplog):
-    from records import summaries
-
-    settings.MEMADMIN = {**settings.MEMADMIN, "SUMMARISER": "tests.records.test_summaries.quoting"}
-    summaries.summariser.cache_clear()
-    try:
-        update_policy("app", {"summarise": True, "summarise_min_cluster": 2, "max_records": 2})
-        for i in range(4):
-            note(f"A short note {i}. x", session="s")
-        note("My name is Ana", importance=0.9, age_days=1)
-        store.enforce("app", "u", NOW)
-        assert "A short note" in MemoryRecord.objects.get(is_summary=True).content  # extractive
-        assert "ValueError (raised at test_summaries.py:" in caplog.text
-        assert "short note" not in caplog.text
-    finally:
-        summaries.summariser.cache_clear()
+    summary = _enforce_with_summariser(settings, "quoting")
+    assert "A short note" in summary.content  # the extractive summary instead
+    assert "ValueError (raised at test_summaries.py:" in caplog.text
+    assert "short note" not in caplog.text
 
 
 def verbose(texts, max_tokens):
