@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.conf import settings
@@ -204,6 +205,21 @@ def latest_barrier(subject_hash: str, app_name: str) -> tuple[datetime, int] | N
     """(raised_at, request id) of the newest barrier covering the subject in ``app_name``
     (its own or an all-apps one); ``records.erasure_guard`` checks it on every ingest."""
     return _latest_barrier_qs(subject_hash, app_name).first()
+
+
+def subjects_erased_after(
+    subject_hashes: Sequence[str], app_name: str, moment: datetime
+) -> set[str]:
+    """Of ``subject_hashes``, those a barrier covering ``app_name`` (its own or an
+    all-apps one) was raised for after ``moment``: ``latest_barrier`` for many subjects
+    in one statement."""
+    return set(
+        ErasureBarrier.objects.filter(
+            subject_hash__in=list(subject_hashes),
+            app_name__in=["", app_name],
+            raised_at__gt=moment,
+        ).values_list("subject_hash", flat=True)
+    )
 
 
 def latest_barrier_sql(subject_hash: str, app_name: str) -> tuple[str, tuple]:

@@ -67,8 +67,7 @@ def write_buffered_history(app_name: str, user_id: str, entries: Sequence[str]) 
     waits for it)."""
     if not entries:
         return 0
-    erasure_guard.acquire_subject_lock(user_id, exclusive=False)
-    barrier = erasure_guard.latest_barrier(app_name, user_id)
+    barrier = erasure_guard.barrier_held(app_name, user_id)
     return write_history(app_name, user_id, entries, not_before=barrier and barrier[0])
 
 

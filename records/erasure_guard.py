@@ -1,8 +1,9 @@
 """The erasure barrier, checked inside every ingest (``records.store.ingest``).
 
 Before an erasure deletes anything it raises a barrier for (app or all apps, subject).
-Ingest checks it under the user's lock (``check``; ``records.store.ingest`` reads the
-barrier itself, on PostgreSQL in a statement it runs anyway, and calls ``apply``):
+Ingest checks it under the user's lock (``records.store.ingest`` reads the barrier, on
+PostgreSQL in a statement it runs anyway, elsewhere by ``barrier_held``, and calls
+``apply``):
 
 - an ingest that *started* before the barrier is refused (``ErasedSubjectError``): it
   carries data read before the erasure (a sweep, a slow agent turn);
@@ -13,7 +14,11 @@ Summaries are written inside enforcement, in the same locked transaction as the 
 that triggered them, so the barrier covers them too. New data, stamped after the
 barrier, is accepted: the subject may come back.
 
-Race-freedom: on PostgreSQL ``check`` holds a *shared* advisory lock on the subject
+Every other writer of a user's data read before it writes (a search's history, a
+dry-run's report lines) applies the same rule: take the subject's lock shared, read the
+barrier, drop what was read before it (``barrier_held``, ``erased_since``).
+
+Race-freedom: on PostgreSQL an ingest holds a *shared* advisory lock on the subject
 (all apps) until the ingest commits, and raising a barrier takes it *exclusively*. So an
 ingest of any app that passed the check has committed before the erasure starts
 deleting (and is deleted with the rest), and every later ingest sees the barrier. Lock
@@ -61,21 +66,41 @@ def acquire_subject_lock(user_id: str, *, exclusive: bool) -> None:
             cursor.execute(f"SELECT {fn}(%s)", [subject_lock_key(user_id)])
 
 
+def _acquire_subject_locks(user_ids: Sequence[str]) -> None:
+    """``acquire_subject_lock(..., exclusive=False)`` of each user, in one statement on
+    PostgreSQL (in key order, as any two callers then take them)."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("subject locks must be taken inside transaction.atomic()")
+    if connection.vendor == "postgresql" and user_ids:
+        keys = sorted({subject_lock_key(u) for u in user_ids})
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_advisory_xact_lock_shared(k)) FROM unnest(%s::int8[]) AS k",
+                [keys],
+            )
+
+
 # Barriers are the erasure app's rows; records sits below it and imports nothing from it,
-# so the erasure app hands over its lookup when it loads (``erasure.apps``):
-# (subject hash, app name) -> (raised_at, request id) of the newest covering barrier.
-# The same as SQL (at most one row: raised_at, request_id) and its parameters, so an
-# ingest on PostgreSQL reads it in a statement it runs anyway (``barrier_sql``).
+# so the erasure app hands over its lookups when it loads (``erasure.apps``):
+# (subject hash, app name) -> (raised_at, request id) of the newest covering barrier;
+# the same as SQL (at most one row: raised_at, request_id) and its parameters, so an
+# ingest on PostgreSQL reads it in a statement it runs anyway (``barrier_sql``); and
+# (subject hashes, app name, moment) -> the hashes with a covering barrier raised after it.
 BarrierLookup = Callable[[str, str], "tuple[datetime, int] | None"]
 BarrierSql = Callable[[str, str], "tuple[str, Sequence]"]
+ErasedAfter = Callable[[Sequence[str], str, datetime], "set[str]"]
 _barrier_lookup: BarrierLookup | None = None
 _barrier_sql: BarrierSql | None = None
+_erased_after: ErasedAfter | None = None
 
 
-def register_barrier_lookup(lookup: BarrierLookup, sql: BarrierSql | None = None) -> None:
-    global _barrier_lookup, _barrier_sql
+def register_barrier_lookup(
+    lookup: BarrierLookup, sql: BarrierSql | None = None, erased_after: ErasedAfter | None = None
+) -> None:
+    global _barrier_lookup, _barrier_sql, _erased_after
     _barrier_lookup = lookup
     _barrier_sql = sql
+    _erased_after = erased_after
 
 
 def barrier_sql(app_name: str, user_id: str) -> tuple[str, Sequence] | None:
@@ -95,22 +120,41 @@ def latest_barrier(app_name: str, user_id: str) -> tuple[datetime, int] | None:
     return _barrier_lookup(subject_hash(user_id), app_name)
 
 
-def check(app_name: str, user_id: str, candidates: Sequence, started_at: datetime) -> list:
-    """The candidates an ingest may store; raises if the ingest predates an erasure.
-
-    Call under the user's lock, inside the ingest's transaction.
-    """
+def barrier_held(app_name: str, user_id: str) -> tuple[datetime, int] | None:
+    """The newest barrier covering (app, user), read under the subject's lock, taken
+    shared and held until the transaction ends: a barrier raised after this waits for
+    the caller's commit (and its erasure deletes what the caller wrote). Inside
+    ``transaction.atomic()``, before writing anything of the user read earlier."""
     acquire_subject_lock(user_id, exclusive=False)
-    return apply(latest_barrier(app_name, user_id), candidates, started_at)
+    return latest_barrier(app_name, user_id)
+
+
+def erased_since(app_name: str, user_ids: Sequence[str], moment: datetime) -> set[str]:
+    """Of ``user_ids``, those erased in ``app_name`` after ``moment`` (what was read of
+    them at ``moment`` must not be written): ``barrier_held`` of every user, in two
+    statements however many there are."""
+    if not user_ids:
+        return set()
+    if _erased_after is None:  # a lookup with no batched form: one user at a time
+        return {u for u in user_ids if _after(barrier_held(app_name, u), moment)}
+    _acquire_subject_locks(user_ids)
+    by_hash = {subject_hash(u): u for u in user_ids}
+    return {by_hash[h] for h in _erased_after(list(by_hash), app_name, moment)}
+
+
+def _after(barrier: tuple[datetime, int] | None, moment: datetime) -> bool:
+    return barrier is not None and moment < barrier[0]
 
 
 def apply(barrier: tuple[datetime, int] | None, candidates: Sequence, started_at: datetime) -> list:
-    """``check`` with the barrier already read (under the subject lock, in a statement
-    that began after the lock was taken: ``records.store``)."""
+    """The candidates an ingest that started at ``started_at`` may store, ``barrier``
+    read under the subject lock (``barrier_held``, or on PostgreSQL in a statement that
+    began after the lock was taken: ``records.store``); raises if the ingest predates
+    an erasure."""
     if barrier is None:
         return list(candidates)
     raised_at, request_id = barrier
-    if started_at < raised_at:
+    if _after(barrier, started_at):
         # No user id in the message: it ends up in logs.
         raise ErasedSubjectError(
             f"Ingest refused: this user's data was erased (erasure #{request_id}, barrier "

@@ -214,8 +214,7 @@ def _locked_state(app_name: str, user_id: str, keys: list[str]):
         else:
             acquire_user_lock(app_name, user_id)  # SQLite: the transaction is the lock
         generation = config_cache.read_generation()
-        erasure_guard.acquire_subject_lock(user_id, exclusive=False)
-        barrier = erasure_guard.latest_barrier(app_name, user_id)
+        barrier = erasure_guard.barrier_held(app_name, user_id)
         return (generation, barrier, *_known_keys(app_name, user_id, keys))
     sql, barrier_params = barrier_sql
     with connection.cursor() as cursor:

@@ -205,12 +205,7 @@ def replace_plan_entries(
     not written: they were read before the erasure, and writing them after it would
     bring the subject back. Checked under the subject lock, as an ingest checks."""
     with transaction.atomic():
-        erased = set()
-        for user_id in user_ids:
-            erasure_guard.acquire_subject_lock(user_id, exclusive=False)
-            barrier = erasure_guard.latest_barrier(app_name, user_id)
-            if barrier is not None and barrier[0] > started_at:
-                erased.add(user_id)
+        erased = erasure_guard.erased_since(app_name, user_ids, started_at)
         if erased:
             log.info("dry-run lines of %d erased user(s) not written", len(erased))
         PlanEntry.objects.filter(run_id=run_id, app_name=app_name, user_id__in=user_ids).delete()

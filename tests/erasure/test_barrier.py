@@ -5,12 +5,13 @@ import time
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.db import connection, connections
+from django.db import connection, connections, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from erasure import jobs
 from erasure.models import ErasureStatus
-from records import sessions, store
+from records import erasure_guard, sessions, store
 from records.erasure_guard import ErasedSubjectError, acquire_subject_lock
 from records.locks import user_lock
 from records.memory_service import EvictingMemoryService
@@ -92,7 +93,7 @@ def test_an_ingest_in_flight_when_the_barrier_is_raised_is_waited_for_and_erased
     def in_flight_ingest():
         try:
             with user_lock("travel", USER):
-                acquire_subject_lock(USER, exclusive=False)  # as erasure_guard.check does
+                acquire_subject_lock(USER, exclusive=False)  # as erasure_guard.barrier_held does
                 now = timezone.now()
                 MemoryRecord.objects.create(
                     app_name="travel",
@@ -129,3 +130,41 @@ def test_an_ingest_in_flight_when_the_barrier_is_raised_is_waited_for_and_erased
     job.join(timeout=60)
     assert outcome["status"] == ErasureStatus.VERIFIED
     assert not MemoryRecord.objects.filter(user_id=USER).exists()
+
+
+@pytest.mark.django_db
+def test_erased_since_names_the_users_a_barrier_covering_the_app_came_after():
+    """The batched form of the rule every writer of data read earlier applies: this
+    app's barriers and all-apps barriers raised after the moment count; earlier ones and
+    other apps' do not."""
+
+    erase("pharmacy", "before")  # erased before the moment: new data since is welcome
+    moment = timezone.now()
+    erase("pharmacy", "here")
+    erase("travel", "elsewhere")  # another app's erasure
+    erase(None, "everywhere")  # all apps
+    users = ["before", "here", "elsewhere", "everywhere", "never"]
+    with transaction.atomic():
+        assert erasure_guard.erased_since("pharmacy", users, moment) == {"here", "everywhere"}
+        assert erasure_guard.erased_since("pharmacy", [], moment) == set()
+    with transaction.atomic():  # one at a time, as barrier_held reads it: the same answer
+        barriers = {u: erasure_guard.barrier_held("pharmacy", u) for u in users}
+    assert {u for u, b in barriers.items() if b and b[0] > moment} == {"here", "everywhere"}
+    assert barriers["before"] is not None and barriers["never"] is None
+
+
+@pytest.mark.django_db
+def test_erased_since_takes_the_same_number_of_statements_for_many_users():
+
+    moment = timezone.now()
+    counts = []
+    for n in (2, 40):
+        with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+            erasure_guard.erased_since("pharmacy", [f"user-{i}" for i in range(n)], moment)
+        counts.append(len(queries))
+    assert counts[0] == counts[1] <= 2, counts
+
+
+def test_subject_locks_are_refused_outside_a_transaction():
+    with pytest.raises(RuntimeError, match="inside transaction.atomic"):
+        erasure_guard.erased_since("pharmacy", ["u"], timezone.now())
