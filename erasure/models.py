@@ -210,14 +210,17 @@ def latest_barrier(subject_hash: str, app_name: str) -> tuple[datetime, int] | N
 def subjects_erased_after(
     subject_hashes: Sequence[str], app_name: str, moment: datetime
 ) -> set[str]:
-    """Of ``subject_hashes``, those a barrier covering ``app_name`` (its own or an
-    all-apps one) was raised for after ``moment``: ``latest_barrier`` for many subjects
-    in one statement."""
+    """Of ``subject_hashes``, those whose erasure covering ``app_name`` (its own or an
+    all-apps one) had not finished deleting at ``moment``: its barrier was raised after
+    it, or its request was not complete by then (still deleting, or failed and waiting
+    for a retry). What was read of them at ``moment`` may be erased data. One statement
+    for any number of subjects."""
+    unfinished = Q(raised_at__gt=moment) | Q(request__completed_at__isnull=True)
     return set(
         ErasureBarrier.objects.filter(
+            unfinished | Q(request__completed_at__gt=moment),
             subject_hash__in=list(subject_hashes),
             app_name__in=["", app_name],
-            raised_at__gt=moment,
         ).values_list("subject_hash", flat=True)
     )
 

@@ -85,7 +85,8 @@ def _acquire_subject_locks(user_ids: Sequence[str]) -> None:
 # (subject hash, app name) -> (raised_at, request id) of the newest covering barrier;
 # the same as SQL (at most one row: raised_at, request_id) and its parameters, so an
 # ingest on PostgreSQL reads it in a statement it runs anyway (``barrier_sql``); and
-# (subject hashes, app name, moment) -> the hashes with a covering barrier raised after it.
+# (subject hashes, app name, moment) -> the hashes whose covering erasure had not
+# finished deleting at that moment (barrier raised after it, or not complete by then).
 BarrierLookup = Callable[[str, str], "tuple[datetime, int] | None"]
 BarrierSql = Callable[[str, str], "tuple[str, Sequence]"]
 ErasedAfter = Callable[[Sequence[str], str, datetime], "set[str]"]
@@ -130,20 +131,19 @@ def barrier_held(app_name: str, user_id: str) -> tuple[datetime, int] | None:
 
 
 def erased_since(app_name: str, user_ids: Sequence[str], moment: datetime) -> set[str]:
-    """Of ``user_ids``, those erased in ``app_name`` after ``moment`` (what was read of
-    them at ``moment`` must not be written): ``barrier_held`` of every user, in two
-    statements however many there are."""
+    """Of ``user_ids``, those an erasure in ``app_name`` had not finished deleting at
+    ``moment``: what was read of them then may be erased data, and must not be written
+    (a dry-run's report lines). Stricter than ``barrier_held``'s raise time, which an
+    ingest may use because it also drops content stamped before the barrier: a report
+    line read while the erasure was still deleting carries no stamp. Under each user's
+    subject lock, in two statements however many users there are."""
     if not user_ids:
         return set()
-    if _erased_after is None:  # a lookup with no batched form: one user at a time
-        return {u for u in user_ids if _after(barrier_held(app_name, u), moment)}
+    if _erased_after is None:
+        raise RuntimeError("no erasure barrier lookup registered (is the erasure app installed?)")
     _acquire_subject_locks(user_ids)
     by_hash = {subject_hash(u): u for u in user_ids}
     return {by_hash[h] for h in _erased_after(list(by_hash), app_name, moment)}
-
-
-def _after(barrier: tuple[datetime, int] | None, moment: datetime) -> bool:
-    return barrier is not None and moment < barrier[0]
 
 
 def apply(barrier: tuple[datetime, int] | None, candidates: Sequence, started_at: datetime) -> list:
@@ -154,7 +154,7 @@ def apply(barrier: tuple[datetime, int] | None, candidates: Sequence, started_at
     if barrier is None:
         return list(candidates)
     raised_at, request_id = barrier
-    if _after(barrier, started_at):
+    if started_at < raised_at:
         # No user id in the message: it ends up in logs.
         raise ErasedSubjectError(
             f"Ingest refused: this user's data was erased (erasure #{request_id}, barrier "

@@ -201,9 +201,10 @@ def replace_plan_entries(
     """Store an item's report lines; a retried item replaces, not repeats, an earlier
     attempt's (its worker may have died after writing them).
 
-    Lines about a user erased since ``started_at`` (when the item began reading) are
-    not written: they were read before the erasure, and writing them after it would
-    bring the subject back. Checked under the subject lock, as an ingest checks."""
+    Lines about a user whose erasure had not finished deleting at ``started_at`` (when
+    the item began reading) are not written: they may describe erased data, and
+    writing them after the erasure would bring the subject back
+    (``erasure_guard.erased_since``, under the subject locks)."""
     with transaction.atomic():
         erased = erasure_guard.erased_since(app_name, user_ids, started_at)
         if erased:

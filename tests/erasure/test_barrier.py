@@ -134,23 +134,34 @@ def test_an_ingest_in_flight_when_the_barrier_is_raised_is_waited_for_and_erased
 
 @pytest.mark.django_db
 def test_erased_since_names_the_users_a_barrier_covering_the_app_came_after():
-    """The batched form of the rule every writer of data read earlier applies: this
-    app's barriers and all-apps barriers raised after the moment count; earlier ones and
-    other apps' do not."""
-
-    erase("pharmacy", "before")  # erased before the moment: new data since is welcome
+    """What a dry-run item read at a moment must not be written for a user whose
+    erasure had not finished deleting then: this app's and all-apps erasures raised
+    after the moment, or raised before it and still deleting; not one complete before
+    the moment (what was read since is new data), nor another app's."""
+    erase("pharmacy", "before")  # complete before the moment: new data since is welcome
+    still_deleting = submit("pharmacy", "deleting")
+    token = jobs._claim(still_deleting.pk, timezone.now, "t")
+    job = jobs._Job(still_deleting.pk, token, "t", timezone.now, 100)
+    job.raise_barrier()
     moment = timezone.now()
     erase("pharmacy", "here")
     erase("travel", "elsewhere")  # another app's erasure
     erase(None, "everywhere")  # all apps
-    users = ["before", "here", "elsewhere", "everywhere", "never"]
+    users = ["before", "deleting", "here", "elsewhere", "everywhere", "never"]
     with transaction.atomic():
-        assert erasure_guard.erased_since("pharmacy", users, moment) == {"here", "everywhere"}
+        erased = erasure_guard.erased_since("pharmacy", users, moment)
+        assert erased == {"deleting", "here", "everywhere"}
         assert erasure_guard.erased_since("pharmacy", [], moment) == set()
-    with transaction.atomic():  # one at a time, as barrier_held reads it: the same answer
+    # Once that erasure completes, an item that starts reading afterwards writes its lines.
+    assert job.run() == ErasureStatus.VERIFIED
+    with transaction.atomic():
+        assert "deleting" not in erasure_guard.erased_since("pharmacy", users, timezone.now())
+    with transaction.atomic():  # one user at a time, as an ingest reads it
         barriers = {u: erasure_guard.barrier_held("pharmacy", u) for u in users}
-    assert {u for u, b in barriers.items() if b and b[0] > moment} == {"here", "everywhere"}
-    assert barriers["before"] is not None and barriers["never"] is None
+    # An ingest goes by the raise time (and drops content stamped before it).
+    raised_after = {u for u, b in barriers.items() if b and b[0] > moment}
+    assert raised_after == {"here", "everywhere"}
+    assert barriers["deleting"] is not None and barriers["never"] is None
 
 
 @pytest.mark.django_db
