@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from memadmin.htmx import render_page
 from memadmin.roles import OPS, check_role, has_role, viewer_required
 from records.selectors.apps import is_known_app
 
@@ -52,8 +53,7 @@ def run(request, pk):
         "report": report,
         "chart": charts.current_vs_candidate(report) if report else None,
     }
-    name = f"{RUN_TEMPLATE}#run-main" if request.htmx else RUN_TEMPLATE
-    return render(request, name, context)
+    return render_page(request, RUN_TEMPLATE, "run-main", context)
 
 
 @require_POST
@@ -87,5 +87,4 @@ def tune_run(request, pk):
         "rounds": tune.rounds_text(result.get("samples") or []),
         "can_apply": has_role(request.user, OPS),
     }
-    name = f"{TUNE_TEMPLATE}#tune-main" if request.htmx else TUNE_TEMPLATE
-    return render(request, name, context)
+    return render_page(request, TUNE_TEMPLATE, "tune-main", context)

@@ -192,13 +192,7 @@ def submit(
     subject = pseudonyms.subject_hash(user_id)
     try:
         with transaction.atomic():
-            open_one = (
-                models.ErasureRequest.objects.filter(
-                    app_name=app_name or "", subject_hash=subject, status__in=models.OPEN_STATUSES
-                )
-                .values_list("pk", "status")
-                .first()
-            )
+            open_one = _open_request(app_name or "", subject)
             if open_one:
                 raise ErasureRefused(
                     f"Erasure #{open_one[0]} of this subject ({app_name or 'all apps'}) is still "
@@ -234,11 +228,26 @@ def submit(
             if enqueue_job:
                 transaction.on_commit(lambda: enqueue(req.pk))
     except IntegrityError as exc:  # submitted concurrently
-        raise ErasureRefused(
-            "An erasure of this subject and scope was submitted at the same moment; "
-            "follow that one instead."
-        ) from exc
+        raise ErasureRefused(SUBMITTED_AT_ONCE) from exc
     return req
+
+
+SUBMITTED_AT_ONCE = (
+    "An erasure of this subject and scope was submitted at the same moment; "
+    "follow that one instead."
+)
+
+
+def _open_request(app_name: str, subject: str) -> tuple[int, str] | None:
+    """(id, status) of the subject's open request in this scope, if any: there is at most
+    one (``erasure_one_open_per_subject``)."""
+    return (
+        models.ErasureRequest.objects.filter(
+            app_name=app_name, subject_hash=subject, status__in=models.OPEN_STATUSES
+        )
+        .values_list("pk", "status")
+        .first()
+    )
 
 
 def enqueue(request_id: int) -> None:
@@ -256,11 +265,24 @@ def _send(request_id: int) -> None:
 def retry(request_id: int, *, actor: str, now: datetime | None = None, enqueue_job: bool = True):
     """Send a failed request round again: stores are searched again, counts accumulate."""
     now = now or timezone.now()
+    try:
+        return _retry(request_id, actor=actor, now=now, enqueue_job=enqueue_job)
+    except IntegrityError as exc:  # a request of this subject submitted at the same moment
+        raise ErasureRefused(SUBMITTED_AT_ONCE) from exc
+
+
+def _retry(request_id: int, *, actor: str, now: datetime, enqueue_job: bool):
     with transaction.atomic():
         req = models.ErasureRequest.objects.select_for_update().get(pk=request_id)
         if req.status != models.ErasureStatus.FAILED:
             raise ErasureRefused(
                 f"Only a failed request can be retried; #{req.pk} is {req.status}."
+            )
+        open_one = _open_request(req.app_name, req.subject_hash)
+        if open_one:  # submitted since this one failed: one open request per subject
+            raise ErasureRefused(
+                f"Erasure #{open_one[0]} of this subject ({req.scope_label}) is {open_one[1]}; "
+                f"follow that one instead of retrying #{req.pk}."
             )
         req.status = models.ErasureStatus.SUBMITTED
         req.progress = {k: {**v, "done": False} for k, v in req.progress.items()}

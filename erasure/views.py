@@ -61,11 +61,27 @@ def request_list(request):
 @never_cache
 @role_required(COMPLIANCE)
 def submit(request):
-    if not password_recently_checked(request):
-        if request.method == "POST":
-            messages.warning(request, "Confirm your password first; nothing was submitted.")
+    checked = password_recently_checked(request)
+    if not checked and request.method != "POST":
         return redirect(f"{reverse('erasure:reauth')}?next={reverse('erasure:submit')}")
     form = ErasureForm(request.POST or None)
+    if not checked:
+        # The check lapsed while the form was being filled in: ask for the password here,
+        # the typed fields kept (in the page only), rather than sending them away.
+        password = request.POST.get("password", "")
+        if not (password and reauth_password_is_right(request, password)):
+            if password:
+                log.warning("erasure re-authentication failed user=%s", request.user.get_username())
+            form.is_valid()  # its own errors shown too
+            form.add_error(
+                None,
+                "That is not your password; nothing was submitted."
+                if password
+                else "Confirm your password to submit; nothing was submitted yet.",
+            )
+            context = {"form": form, "apps": known_apps(), "ask_password": True}
+            return render(request, "erasure/submit.html", context, status=403)
+        mark_password_checked(request)
     if request.method == "POST" and form.is_valid():
         try:
             req = jobs.submit(
@@ -107,6 +123,7 @@ def reauth(request):
     )
 
 
+@never_cache  # it shows the user id until the request is verified
 @role_required(COMPLIANCE)
 def detail(request, pk: int):
     req = get_object_or_404(Request, pk=pk)

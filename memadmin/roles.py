@@ -1,7 +1,8 @@
 """Staff roles. A role is a Django group; superusers hold every role.
 
-support    pins and re-scores memory records
-ops        reviews dry-runs, applies plans, edits policies, manages API keys
+support    pins memory records and sets a record's importance
+ops        reviews dry-runs, applies plans, edits policies and rules, re-scores an app,
+           manages API keys
 compliance submits and tracks erasure jobs
 """
 

@@ -86,19 +86,24 @@ def _target_url(entry: AuditEntry) -> str | None:
         if action in (audit.RECORD_PIN, audit.RECORD_UNPIN, audit.RECORD_IMPORTANCE):
             if app and entry.user_id:
                 url = reverse("records:user", args=[app, entry.user_id])
-                return f"{url}#record-{target}" if target.isdigit() else url
+                return f"{url}#record-{target}" if _number(target) else url
         elif action in (audit.POLICY_CREATE, audit.POLICY_UPDATE) and app:
             return reverse("records:policy", args=[app])
         elif action == audit.RULE_CHANGE:
             url = reverse("records:rules")
             return f"{url}?{urlencode({'app': app})}" if app else url
-        elif action in (audit.RUN_START, audit.PLAN_APPLY) and target.isdigit():
+        elif action in (audit.RUN_START, audit.PLAN_APPLY) and _number(target):
             return reverse("sweeper:run", args=[int(target)])
-        elif action == audit.ERASURE_SUBMIT and target.removeprefix("erasure #").isdigit():
+        elif action == audit.ERASURE_SUBMIT and _number(target.removeprefix("erasure #")):
             return reverse("erasure:detail", args=[int(target.removeprefix("erasure #"))])
     except NoReverseMatch:  # a user id no URL can hold: the text, unlinked
         return None
     return None
+
+
+def _number(text: str) -> bool:
+    """Whether ``text`` is an id as we write one (ASCII digits: "²" is a digit too)."""
+    return text.isascii() and text.isdigit() and len(text) < 19
 
 
 def _start_of(day: date) -> datetime:
@@ -128,7 +133,7 @@ def audit_page(
         qs = qs.filter(user_id=user_id)
     if since:
         qs = qs.filter(created_at__gte=_start_of(since))
-    if until:
+    if until and until < date.max:  # the last day there is: no end to filter by
         qs = qs.filter(created_at__lt=_start_of(until + timedelta(days=1)))
     page_obj = Paginator(qs.order_by("-created_at", "-id"), per_page).get_page(page)
     page_obj.object_list = [

@@ -1,12 +1,14 @@
 from django.urls import path
 
+from memadmin import url_ids  # noqa: F401 - registers the <id:...> converter
+
 from . import views
 
 app_name = "records"
 
-# User ids are free text from the agents and may contain "/", so <path:user> takes the
-# rest of the URL; the action routes come first so their fixed endings match before it.
-USER = "users/<str:app>/<path:user>/"
+# App names and user ids are free text from the agents: <id:...> (memadmin.url_ids,
+# registered when this module imports it) keeps each one segment, whatever it holds.
+USER = "users/<id:app>/<id:user>/"
 
 urlpatterns = [
     path("users/", views.users, name="users"),
@@ -19,7 +21,7 @@ urlpatterns = [
     path("sessions/<int:pk>/", views.session, name="session"),
     path("sessions/retired/<int:pk>/", views.retired_session, name="retired_session"),
     path("policies/", views.policies, name="policies"),
-    path("policies/<str:app>/", views.policy, name="policy"),
+    path("policies/<id:app>/", views.policy, name="policy"),
     path("rules/", views.rules, name="rules"),
     path("rules/new/", views.rule_new, name="rule_new"),
     path("rules/try/", views.rule_try, name="rule_try"),

@@ -76,7 +76,8 @@ class ReportFilterForm(forms.Form):
     )
 
     def filters(self) -> dict:
-        data = self.cleaned_data if self.is_valid() else {}
+        self.is_valid()  # each field that validated filters; one that did not shows why
+        data = self.cleaned_data
         return {
             "app_name": (data.get("app") or "").strip(),
             "user_id": (data.get("user") or "").strip(),

@@ -92,7 +92,9 @@ def start(request):
 def _started_run(request) -> Run | None:
     """The run just started from this page (?started=id), whose notice the table keeps live."""
     pk = request.GET.get("started", "")
-    return runs_base().filter(pk=int(pk)).first() if pk.isdigit() and len(pk) < 19 else None
+    if not (pk.isascii() and pk.isdigit() and len(pk) < 19):  # "²" is a digit too
+        return None
+    return runs_base().filter(pk=int(pk)).first()
 
 
 def _confirm_text(form: StartRunForm) -> str:

@@ -27,7 +27,7 @@ def _selected_app(request, apps: list[str]) -> str:
     """The app whose effective rules are shown; "" is any app without rules of its own."""
     for params in (request.GET, request.POST):
         if "app" in params:
-            return params["app"].strip()[:128]
+            return params["app"].replace("\x00", "").strip()[:128]  # no app holds NUL
     return apps[0] if apps else ""
 
 

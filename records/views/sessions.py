@@ -24,7 +24,8 @@ from ..selectors.sessions import is_idle
 def sessions(request):
     now = timezone.now()
     form = SessionFilterForm(request.GET)
-    filters = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()  # each field that validated filters; one that did not shows why
+    filters = form.cleaned_data
     page = session_page(
         now,
         app_name=filters.get("app", ""),

@@ -38,7 +38,7 @@ RECORDS_PER_PAGE = 20
 @viewer_required
 def users(request):
     """Every (app, user) with record count, tokens and cap use; htmx swaps the table only."""
-    search = request.GET.get("q", "").strip()[:200]
+    search = request.GET.get("q", "").replace("\x00", "").strip()[:200]  # no id holds NUL
     sort = request.GET.get("sort", "records")
     if sort not in USER_SORTS:
         sort = "records"
@@ -160,7 +160,8 @@ def _row_response(request, app, user, pk, *, form=None, status=200):
     row = scored_record(app, user, pk, params, now, victim_reasons=reasons)
     if row is None:
         raise Http404("No such record for this user.")
-    context = {"app": app, "subject": user, "row": row, "importance_form": form}
+    context = {"app": app, "subject": user, "row": row}
+    context.update(importance_form=form, importance_pk=pk)
     return render(request, "records/user_detail.html#record-row", context, status=status)
 
 
@@ -217,7 +218,11 @@ def importance(request, app, user, pk):
     if form.errors:
         if request.htmx:
             return _row_response(request, app, user, pk, form=form, status=422)
+        # Without JavaScript: the page again, not a redirect, so the row (when on this
+        # page of the table) keeps what was typed beside its errors.
         for problem in [e for errors in form.errors.values() for e in errors]:
             messages.error(request, problem)
-        return redirect(reverse("records:user", args=[app, user]))
+        context = _user_context(request, app, user)
+        context.update(importance_form=form, importance_pk=pk)
+        return render(request, "records/user_detail.html", context, status=422)
     return _done(request, app, user, pk, f"Importance of record {pk} changed.")

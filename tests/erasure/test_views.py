@@ -71,9 +71,16 @@ def test_submitting_needs_a_recent_password_check(login):
     session[SESSION_KEY] = time.time() - 3600  # logged in an hour ago
     session.save()
 
+    reauth = "/erasure/confirm-password/?next=/erasure/new/"
+    assert client.get("/erasure/new/")["Location"] == reauth
+    # The check lapsed while the form was filled in: the password is asked for on the
+    # same page, and what was typed stays in it.
     response = client.post("/erasure/new/", FORM)
-    assert response.status_code == 302
-    assert response["Location"] == "/erasure/confirm-password/?next=/erasure/new/"
+    page = response.content.decode()
+    assert response.status_code == 403 and 'name="password"' in page
+    assert FORM["ticket"] in page and "nothing was submitted" in page
+    wrong_here = client.post("/erasure/new/", {**FORM, "password": "nope"})
+    assert wrong_here.status_code == 403 and "not your password" in wrong_here.content.decode()
     assert not ErasureRequest.objects.exists()
 
     wrong = client.post("/erasure/confirm-password/", {"password": "nope", "next": "/erasure/new/"})
@@ -87,6 +94,18 @@ def test_submitting_needs_a_recent_password_check(login):
     )
     assert right["Location"] == "/erasure/new/"
     assert client.get("/erasure/new/").status_code == 200
+
+
+def test_the_password_given_with_the_form_submits_it(login):
+    client = login("compliance")
+    session = client.session
+    session[SESSION_KEY] = time.time() - 3600
+    session.save()
+    response = client.post("/erasure/new/", {**FORM, "password": "pw-Secret-123"})
+    assert response.status_code == 302
+    req = ErasureRequest.objects.get()
+    assert response["Location"] == f"/erasure/{req.pk}/"
+    assert client.get("/erasure/new/").status_code == 200  # the check is fresh again
 
 
 def test_the_user_id_must_be_typed_twice_the_same(login):
@@ -289,6 +308,18 @@ def test_a_failed_request_can_be_retried_from_its_page(login):
     assert req.status == "submitted"
     assert client.post(f"/erasure/{req.pk}/retry/", follow=True).status_code == 200
     assert req.audit.filter(action="retried").count() == 1
+
+
+def test_retrying_a_failed_request_while_a_newer_one_is_open_is_refused_clearly(login):
+    client = login("compliance")
+    failed = submit("pharmacy")
+    ErasureRequest.objects.filter(pk=failed.pk).update(status="failed", failure_reason="boom")
+    newer = submit("pharmacy")  # submitted again since it failed
+    page = client.post(f"/erasure/{failed.pk}/retry/", follow=True)
+    assert page.status_code == 200
+    assert f"Erasure #{newer.pk} of this subject" in page.content.decode()
+    failed.refresh_from_db()
+    assert failed.status == "failed" and not failed.audit.filter(action="retried").exists()
 
 
 def test_templates_have_no_inline_scripts_or_styles():

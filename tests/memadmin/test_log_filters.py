@@ -120,14 +120,21 @@ def test_an_erasure_lookup_leaves_no_id_in_the_request_line(login, caplog):
 
 def test_the_runserver_access_line_names_users_by_pseudonym(caplog):
     """``make run`` serves with runserver: its access log goes through the same config."""
-    line = "GET /users/pharmacy/b%C3%A4nk/user%20001/?q=bank-us&page=2 HTTP/1.1"
+    # The user "bänk/user 001" (a "/" is written "~s" in a dashboard URL: memadmin.url_ids)
+    line = "GET /users/pharmacy/b%C3%A4nk~suser%20001/?q=bank-us&page=2 HTTP/1.1"
     with caplog.at_level("INFO", logger="django.server"):
         logging.getLogger("django.server").warning('"%s" %s %s', line, "403", "12")
     message = caplog.records[-1].getMessage()
     assert "bänk" not in message and "b%C3%A4nk" not in message and "bank-us" not in message
+    assert "user" not in message.removeprefix('"GET /users/')
     assert f"/users/pharmacy/{pseudonym('bänk/user 001')}/" in message
     assert f"q={pseudonym('bank-us')}" in message and "page=2" in message
     assert message.startswith('"GET ') and message.endswith('HTTP/1.1" 403 12')
+    # The same id written the old way, "/" and all, matches no route: all after /users/ goes.
+    old = "GET /users/pharmacy/b%C3%A4nk/user%20001/ HTTP/1.1"
+    with caplog.at_level("INFO", logger="django.server"):
+        logging.getLogger("django.server").warning('"%s" %s %s', old, "404", "12")
+    assert caplog.records[-1].getMessage() == '"GET /users/... HTTP/1.1" 404 12'
 
 
 def test_an_access_line_filtered_twice_is_pseudonymised_once():

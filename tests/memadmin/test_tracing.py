@@ -81,7 +81,7 @@ def test_one_trace_runs_from_the_dashboard_request_through_its_task(traced_spans
 @pytest.mark.worker
 def test_spans_name_memory_users_by_pseudonym_and_keep_no_search_text(traced_spans):
     (page,) = [s for s in traced_spans if s["name"].startswith("GET users/")]
-    assert page["name"] == "GET users/<str:app>/<path:user>/"
+    assert page["name"] == "GET users/<id:app>/<id:user>/"
     text = json.dumps(traced_spans)
     assert "cust-trace-77" not in text and "penicillin" not in text
     assert pseudonym("cust-trace-77") in text

@@ -213,3 +213,15 @@ def test_sessions_pages_render_any_stored_stamp(login, on_postgres):
     for session in bad:
         response = client.get(reverse("records:session", args=[session.pk]))
         assert response.status_code == 200 and b"hello" in response.content
+
+
+def test_an_invalid_filter_keeps_the_others_and_what_was_typed(login):
+    make_session("shop", "alice", session_id="s-shop")
+    make_session("travel", "bob", session_id="s-travel")
+    assert AgentSession.objects.count() == 2
+    long = "x" * 201
+    page = login("support").get(reverse("records:sessions"), {"app": "shop", "q": long})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "s-shop" in html and "s-travel" not in html  # the app filter still applies
+    assert f'value="{long}"' in html and "That filter is not applied" in html

@@ -194,9 +194,13 @@ def test_bad_importance_is_refused_with_a_clear_message(login, records, data, me
     record.refresh_from_db()
     assert record.importance == 0.9
     assert not AuditEntry.objects.exists()
-    # without JavaScript: back to the page with the message
-    page = client.post(action_url("importance", record), data, follow=True)
-    assert message in page.content.decode()
+    # without JavaScript: the page again, the message shown and what was typed kept
+    page = client.post(action_url("importance", record), data)
+    html = page.content.decode()
+    assert page.status_code == 422 and message in html
+    assert f'value="{data["reason"]}"' in html and f'value="{data["importance"]}"' in html
+    other = records[1]
+    assert f'value="{other.importance}"' in html  # other rows show their own values
 
 
 def test_ops_sees_the_dry_run_and_support_does_not(login, records):
@@ -347,3 +351,24 @@ def test_pin_without_a_csrf_token_is_refused(make_user, records):
     assert client.post(action_url("pin", records[0]), headers=HX).status_code == 403
     records[0].refresh_from_db()
     assert not records[0].pinned and not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize("app", ["pharmacy", "team/bot"])
+def test_lists_link_every_user_whatever_their_id_holds(login, app):
+    """A line break or a '/' in an id (agents choose them) neither breaks a list page
+    for everyone nor sends its link to another user's page."""
+    odd = ["line\nbreak", "bob/preview", "..", "eve/records/7/pin"]
+    for user in odd:
+        make_record(app, user, content=f"note of {user!r}")
+        make_session(app, user)
+    client = login("support", "ops")
+    for page in ("records:users", "records:sessions", "records:policies"):
+        assert client.get(reverse(page)).status_code == 200, page
+    assert client.get(reverse("records:policy", args=[app])).status_code == 200
+    listed = client.get(reverse("records:users")).content.decode()
+    for user in odd:
+        url = reverse("records:user", args=[app, user])
+        assert f'href="{url}"' in listed, user
+        page = client.get(url)
+        assert page.status_code == 200
+        assert page.context["subject"] == user

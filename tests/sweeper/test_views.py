@@ -270,6 +270,14 @@ def test_the_report_filters_by_app_user_kind_reason_and_swaps_in_place(login, pl
     assert "Nothing matches these filters" in none.content.decode()
 
 
+def test_an_invalid_report_filter_keeps_the_others_and_what_was_typed(login, plan):
+    long = "u" * 257
+    page = login("ops").get(run_url(plan), {"kind": "session", "user": long})
+    assert {r.entry.kind for r in page.context["page"].object_list} == {"session"}
+    html = page.content.decode()
+    assert f'value="{long}"' in html and "That filter is not applied" in html
+
+
 def test_the_report_pages_in_constant_queries(login):
     client = login("ops")
     plan = runs.create_run(RunKind.ENFORCE, dry_run=True, enqueue=False)
