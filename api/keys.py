@@ -99,7 +99,7 @@ def find_key(ident: str | int) -> ApiKey:
     ident = str(ident).strip()
     prefix = ident.removeprefix(f"{TOKEN_SCHEME}_").split("_", 1)[0].rstrip("…")
     query = Q(prefix=prefix)
-    if ident.isdigit():
+    if ident.isascii() and ident.isdigit() and len(ident) < 19:  # a bigint id
         query |= Q(pk=int(ident))
     key = ApiKey.objects.filter(query).first()
     if key is None:

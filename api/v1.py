@@ -163,13 +163,38 @@ api.add_router(USER, corrections.router)
 
 
 def _public(patterns):
-    """Token auth, not the staff login: exempt every API view from LoginRequired."""
+    """Token auth, not the staff login: every API view exempt from LoginRequired, and
+    answering as an API view (``_api_view``)."""
     for pattern in patterns:
         if isinstance(pattern, URLResolver):
             _public(pattern.url_patterns)
         elif isinstance(pattern, URLPattern):
-            login_not_required(pattern.callback)
+            pattern.callback = login_not_required(_api_view(pattern.callback))
     return patterns
+
+
+def _api_view(view):
+    """Every answer under /api/v1/, ninja's own included (its 405, which names no
+    operation and so skips ``prepare_request``): the staff cookie is neither read nor
+    refreshed, and a 405 is JSON ``{detail, code}`` with its ``Allow`` header."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        _without_staff_session(request)
+        response = view(request, *args, **kwargs)
+        if response.status_code == 405 and "json" not in response.get("Content-Type", ""):
+            allowed = response.get("Allow", "")
+            return errors.error_response(
+                api,
+                request,
+                405,
+                "method_not_allowed",
+                f"{request.method} is not allowed on {request.path}; allowed: {allowed}.",
+                headers={"Allow": allowed},
+            )
+        return response
+
+    return wrapper
 
 
 @csrf_exempt  # token auth, like every API view: no cookie, so no CSRF

@@ -22,7 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, Strict, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, Strict, ValidationError
 
 from api.auth import check_app, key_for_header
 from api.errors import ApiError
@@ -37,8 +37,20 @@ NAME = "memadmin"
 Authorization = Callable[[Context], str | None]
 # App names and user ids are ids, not paths: "..", "/" or "C:" are theirs to use.
 IDS = ResourceSecurity(exempt_params={"app_name", "user_id"})
+
+
+def _record_id(value: object) -> object:
+    """A record id as search returns it: 5 or "5" (ASCII digits). Not true (pydantic's
+    lax mode reads it as 1) nor 5.0: a confused argument must not delete record 1."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError("memory_id is a whole number, or its digits as a string")
+
+
 # A record id as search returns it (the API's MemoryId): "5" or 5.
-MemoryId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+MemoryId = Annotated[int, BeforeValidator(_record_id), Field(ge=1, le=2**63 - 1)]
 
 UserId = Annotated[str, Field(description="The user whose memory this is (your own user id).")]
 

@@ -58,7 +58,7 @@ def env_count(name: str, default: int) -> int:
     value = os.environ.get(name)
     if value is None or value == "":
         return default
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise ImproperlyConfigured(f"{name} must be a whole number (0, 1, 2, ...), not {value!r}.")
     return int(value)
 

@@ -106,9 +106,16 @@ class RemoteMemoryService(RemoteService, BaseMemoryService):
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None
     ) -> None:
+        """Delete the one record ``memory_id`` names; without an id nothing, as ADK's own
+        services do (``delete_all_memories`` deletes every record of the user)."""
+        if not memory_id:
+            return
+        path = f"{user_path(app_name, user_id)}/memory/{segment('memory_id', memory_id)}"
+        await self.client.request("DELETE", path, app_name=app_name, idempotent=True)
+
+    async def delete_all_memories(self, *, app_name: str, user_id: str) -> None:
+        """Delete every memory record of the user (``DELETE …/memory``)."""
         path = f"{user_path(app_name, user_id)}/memory"
-        if memory_id is not None:
-            path += f"/{segment('memory_id', memory_id)}"
         await self.client.request("DELETE", path, app_name=app_name, idempotent=True)
 
     async def report_correction(

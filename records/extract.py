@@ -247,11 +247,17 @@ def _parse_iso(value: str | None) -> datetime | None:
 
 
 def _json_safe(metadata: Mapping | None) -> dict:
-    from pydantic_core import to_jsonable_python
+    """An entry's ``custom_metadata`` as JSON (what JSON cannot hold as its text); a
+    ValueError, not a silent ``{}``, for metadata no JSON holds (circular, or nested past
+    Python's recursion limit): dropping every key of it would lose the entry's own."""
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
 
     if not metadata:
         return {}
     try:
         return storable(dict(to_jsonable_python(dict(metadata), fallback=str)), what="metadata")
-    except Exception:
-        return {}
+    except (RecursionError, ValueError, PydanticSerializationError) as exc:
+        raise ValueError(
+            "custom_metadata cannot be stored as JSON (circular, or nested too deep): "
+            f"{type(exc).__name__}"
+        ) from None

@@ -243,4 +243,15 @@ class EvictingMemoryService(BaseMemoryService):
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None
     ) -> None:
+        """Delete the one record ``memory_id`` names (the ``id`` search returned), as
+        ADK's contract says. Without an id nothing is deleted, as ADK's own services do:
+        ``ToolContext.delete_memory()`` passes None by default, and a tool that forgot
+        the id must not wipe the user's memory. ``delete_all_memories`` does that."""
+        if not memory_id:
+            return
         await sync_to_async(delete)(app_name, user_id, memory_id, self.now())
+
+    async def delete_all_memories(self, *, app_name: str, user_id: str) -> int:
+        """Delete every record of the user (logged as manual evictions; not an erasure:
+        sessions, history and the rest stay). Returns how many went."""
+        return await sync_to_async(delete)(app_name, user_id, None, self.now())

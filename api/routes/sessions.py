@@ -249,6 +249,7 @@ def _redelivered(app_name, user_id, session_id, event, revision: str | None) -> 
         and bool(latest.events)
         and latest.events[-1].id == event.id
         and revision is not None
+        and revision.isascii()
         and revision.isdigit()
         and latest._storage_update_marker == str(int(revision) + 1)
     )

@@ -144,6 +144,22 @@ def test_api_needs_no_csrf_token_and_sets_no_cookie(api_key, make_user):
     assert "Set-Cookie" not in response.headers and not response.cookies
 
 
+def test_answers_no_operation_gives_are_json_and_set_no_cookie(api_key, settings, make_user):
+    """A 404 (no such endpoint) and a 405 (ninja's own, before any operation) answer as
+    every API error does, and the staff cookie is not refreshed by them either."""
+    settings.SESSION_SAVE_EVERY_REQUEST = True
+    client = Client()
+    client.force_login(make_user("ops-person", "ops"))
+    auth = {"Authorization": f"Bearer {api_key}"}
+    missing = client.get("/api/v1/nope", headers=auth)
+    assert_error(missing, 404, "not_found")
+    wrong = client.put(f"/api/v1/apps/{APP}/users/{USER}/sessions", headers=auth)
+    assert_error(wrong, 405, "method_not_allowed")
+    assert "GET" in wrong.headers["Allow"] and "GET" in wrong.json()["detail"]
+    for response in (missing, wrong):
+        assert "Set-Cookie" not in response.headers and not response.cookies
+
+
 def test_openapi_document_and_docs_are_served_without_login(client):
     doc = client.get("/api/v1/openapi.json")
     assert doc.status_code == 200
@@ -651,3 +667,13 @@ def test_an_unknown_api_path_is_a_json_404(api):
     assert_error(api.get("/apps"), 404, "not_found")
     assert_error(api.get("/"), 404, "not_found", "/api/v1/docs")
     assert_error(api.delete("nothing/here"), 404, "not_found")  # not a CSRF page
+
+
+def test_a_retried_append_with_a_revision_of_non_ascii_digits_is_not_an_internal_error(api):
+    session = new_session(api)
+    ev = event("I am allergic to penicillin", id="ev-1")
+    assert append(api, session, ev).status_code == 200
+    retry = append(api, {**session, "revision": "²"}, ev)  # a digit to str.isdigit, not int()
+    assert "invalid literal" not in retry.text
+    assert_error(retry, 409, "stale_session", "get_session")  # no revision we ever gave
+    assert SessionEvent.objects.count() == 1

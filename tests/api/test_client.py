@@ -316,3 +316,28 @@ def test_the_example_agent_runs_against_a_live_server(live_key):
     assert lines[-1] == "agent: You told me: I am allergic to penicillin."
     pinned = MemoryRecord.objects.get(app_name=APP, user_id="reader", pinned=True)
     assert pinned.content == "I am allergic to penicillin."
+
+
+def test_delete_memory_without_an_id_deletes_nothing_and_delete_all_memories_does(live_key):
+    """As ADK's own services: ToolContext.delete_memory() passes None by default."""
+    memory = RemoteMemoryService(*live_key, limits=NO_KEEPALIVE)
+    session = Session(
+        id="s1",
+        app_name=APP,
+        user_id=USER,
+        events=[text_event("I am allergic to penicillin"), text_event("I live in Leeds")],
+    )
+
+    def held() -> int:
+        return MemoryRecord.objects.filter(user_id=USER).count()
+
+    asyncio.run(memory.add_session_to_memory(session))
+    found = asyncio.run(memory.search_memory(app_name=APP, user_id=USER, query="penicillin"))
+    asyncio.run(memory.delete_memory(app_name=APP, user_id=USER))
+    asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id=""))
+    assert held() == 2
+    one = found.memories[0].id
+    asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id=one))
+    assert held() == 1
+    asyncio.run(memory.delete_all_memories(app_name=APP, user_id=USER))
+    assert held() == 0

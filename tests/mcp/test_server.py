@@ -89,7 +89,7 @@ def test_refused_input_is_a_tool_error_and_writes_nothing(connect, api_key, tran
         ("add_memory", {"user_id": USER, "text": "I like tea", "importanse": 1}, "importanse"),
         ("search_memory", {"user_id": USER}, "query"),
         ("delete_memory", {"user_id": USER, "memory_id": 0}, "greater than or equal to 1"),
-        ("delete_memory", {"user_id": USER, "memory_id": "abc"}, "integer"),
+        ("delete_memory", {"user_id": USER, "memory_id": "abc"}, "whole number"),
         ("report_forgotten", {"user_id": "nul\x00"}, "NUL"),
     ]
 
@@ -275,3 +275,33 @@ def test_http_refuses_a_body_over_the_apis_limit(http_server, api_key, settings)
     )
     assert response.status_code == 413
     assert not MemoryRecord.objects.exists()
+
+
+@pytest.mark.parametrize("transport", ["stdio"])
+def test_delete_memory_takes_no_id_but_a_whole_number(connect, api_key, transport):
+    """true and 1.0 read as 1 in pydantic's lax mode: a confused argument must not delete
+    record 1. "5" (the id as search returns it) still works."""
+    now = timezone.now()
+    memory_service.add_memories(
+        APP, USER, [entry("I am allergic to penicillin"), entry("I live in Leeds")], now
+    )
+    first, second = MemoryRecord.objects.filter(app_name=APP).order_by("id")
+    refused = [True, float(first.id), "²", f"{first.id}.0", [first.id]]
+
+    async def scenario():
+        async with connect(transport, api_key) as client:
+            results = [
+                await client.call_tool("delete_memory", {"user_id": USER, "memory_id": value})
+                for value in refused
+            ]
+            as_text = await client.call_tool(
+                "delete_memory", {"user_id": USER, "memory_id": str(second.id)}
+            )
+            return results, as_text.structured_content
+
+    results, deleted = run(scenario())
+    for value, result in zip(refused, results, strict=True):
+        assert result.is_error and "whole number" in text_of(result), (value, text_of(result))
+    assert deleted == {"deleted": 1}
+    left = MemoryRecord.objects.filter(app_name=APP).values_list("id", flat=True)
+    assert list(left) == [first.id]

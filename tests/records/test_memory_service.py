@@ -127,7 +127,11 @@ def test_delete_memory_one_and_all():
     first = MemoryRecord.objects.filter(user_id="u1").first()
     run(svc.delete_memory(app_name="pharmacy", user_id="u1", memory_id=str(first.id)))
     assert MemoryRecord.objects.filter(user_id="u1").count() == 1
+    # No id: nothing, as ADK's own services (ToolContext.delete_memory() passes None).
     run(svc.delete_memory(app_name="pharmacy", user_id="u1"))
+    run(svc.delete_memory(app_name="pharmacy", user_id="u1", memory_id=""))
+    assert MemoryRecord.objects.filter(user_id="u1").count() == 1
+    assert run(svc.delete_all_memories(app_name="pharmacy", user_id="u1")) == 1
     assert MemoryRecord.objects.filter(user_id="u1").count() == 0
     assert MemoryRecord.objects.filter(user_id="u2").count() == 1
 
@@ -322,3 +326,29 @@ def test_pinned_entries_are_the_users_pins_oldest_first_and_reading_them_is_no_u
     assert list(MemoryRecord.objects.order_by("id").values_list("hits", flat=True)) == hits_before
     with pytest.raises(ValueError, match="user_id"):
         pinned_entries("pharmacy", "")
+
+
+def test_metadata_no_json_holds_is_refused_not_dropped():
+    """Circular or very deep custom_metadata is a clear error and stores nothing; before,
+    every key of it (ordinary ones too) was silently dropped and the entry stored."""
+    circular: dict = {"src": "import"}
+    circular["self"] = circular
+    deep: dict = {"src": "import"}
+    level = deep
+    for _ in range(3000):
+        level["x"] = {}
+        level = level["x"]
+    for metadata in (circular, deep):
+        item = MemoryEntry(
+            content=types.Content(parts=[types.Part(text="I like black coffee")]),
+            custom_metadata=metadata,
+        )
+        with pytest.raises(ValueError, match="custom_metadata cannot be stored as JSON"):
+            add_memories("pharmacy", "u1", [item], NOW)
+    assert not MemoryRecord.objects.exists()
+    kept = MemoryEntry(
+        content=types.Content(parts=[types.Part(text="I like green tea")]),
+        custom_metadata={"src": "import", "x": {"y": [1, 2]}},
+    )
+    add_memories("pharmacy", "u1", [kept], NOW)
+    assert MemoryRecord.objects.get().custom_metadata["x"] == {"y": [1, 2]}
