@@ -7,6 +7,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from memadmin.log_filters import stored_error
 from records.models import Policy
 
 from . import service, tune
@@ -60,7 +61,10 @@ def execute_tune(run_id: int) -> str:
 
 def _execute(model: type[ReplayJob], run_id: int, work, field: str) -> str:
     """The life of a queued job: running, progress every PROGRESS_EVERY users, then done
-    with ``work``'s outcome in ``field`` (its ``as_json``) or failed with its message."""
+    with ``work``'s outcome in ``field`` (its ``as_json``) or failed with its message
+    (an unexpected error's class and text, as ``stored_error`` keeps them, and raised on).
+    A worker that dies mid-run leaves it running until the message is delivered again
+    (``acks_late``), which runs it from the start."""
     run = model.objects.filter(pk=run_id).first()
     if run is None or run.finished:
         return "gone" if run is None else run.status
@@ -76,6 +80,9 @@ def _execute(model: type[ReplayJob], run_id: int, work, field: str) -> str:
     except service.BacktestError as exc:
         rows.update(status=Status.FAILED, error=str(exc), finished_at=timezone.now())
         return Status.FAILED
+    except Exception as exc:  # a bug or the database: failed, not "running" for ever
+        rows.update(status=Status.FAILED, error=stored_error(exc), finished_at=timezone.now())
+        raise  # the worker's log has the traceback (database errors' text withheld)
     rows.update(status=Status.DONE, **{field: outcome.as_json()}, finished_at=timezone.now())
     log.info("%s done", run)  # "backtest 7 of pharmacy done"
     return Status.DONE

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 
 from django import forms
+from django.db import models
 
 from records import access_log
 from records import policy as pure
@@ -115,11 +116,25 @@ def candidate_policy(
             f"Unknown policy field(s): {', '.join(unknown)}; the fields are "
             f"{', '.join(POLICY_FIELDS)}."
         )
-    data.update(values or {})
+    data.update({name: _switch(name, value) for name, value in (values or {}).items()})
     form = _CandidateForm(data=data, instance=Policy(app_name=app_name))
     if not form.is_valid():
         raise BacktestError(_sentences(form.errors))
     return form.instance
+
+
+_TRUE, _FALSE = frozenset({"true", "1", "yes", "on"}), frozenset({"false", "0", "no", "off"})
+
+
+def _switch(name: str, value: str) -> object:
+    """A yes/no field's value read strictly (the form's checkbox took any text but
+    "false" as yes: "0", "no" and typos switched it on); other fields' text as given."""
+    if not isinstance(Policy._meta.get_field(name), models.BooleanField):
+        return value
+    word = str(value).strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise BacktestError(f"{name} is a yes/no setting: give true or false, not {value!r}.")
 
 
 def _sentences(errors: Mapping[str, list[str]]) -> str:
@@ -135,6 +150,17 @@ def check_window(app_name: str, days: int, now: datetime) -> tuple[datetime, dat
         check_known_app(app_name)
     except UnknownApp as exc:
         raise BacktestError(str(exc)) from exc
+    _check_days(days)
+    start, end = _window_start(now, days), now
+    if not history.has_history(app_name, start, end):
+        raise BacktestError(
+            f"No history for {app_name!r} in the last {days} days: no search, write or "
+            "eviction to replay."
+        )
+    return start, end
+
+
+def _check_days(days: int) -> None:
     if not isinstance(days, int) or days < 1:
         raise BacktestError("--days must be a whole number of days, at least 1.")
     kept = access_log.retention().days
@@ -143,13 +169,30 @@ def check_window(app_name: str, days: int, now: datetime) -> tuple[datetime, dat
             f"The access history keeps {kept} days (MEMADMIN_ACCESS_HISTORY_DAYS); "
             f"choose {kept} days or fewer."
         )
-    start, end = now - days * ONE_DAY, now
-    if not history.has_history(app_name, start, end):
+
+
+def _window_start(end: datetime, days: int) -> datetime:
+    try:
+        return end - days * ONE_DAY
+    except OverflowError:
+        raise BacktestError(f"{days} days before {end:%Y-%m-%d} is before year 1.") from None
+
+
+def check_until(until: datetime, days: int, now: datetime) -> None:
+    """A window chosen to end at ``until`` (``--until``) lies within the history kept at
+    ``now``: the daily prune deletes what is older than the retention, so a window
+    reaching further back would be replayed with part of its history missing."""
+    _check_days(days)
+    kept = access_log.retention()
+    start = _window_start(until, days)
+    oldest = now - kept
+    if start < oldest:
         raise BacktestError(
-            f"No history for {app_name!r} in the last {days} days: no search, write or "
-            "eviction to replay."
+            f"The access history keeps {kept.days} days (MEMADMIN_ACCESS_HISTORY_DAYS), so "
+            f"nothing before {oldest:%Y-%m-%d %H:%M} UTC is kept; {days} days up to "
+            f"{until:%Y-%m-%d %H:%M} start at {start:%Y-%m-%d %H:%M}. Choose a later --until "
+            "or fewer --days."
         )
-    return start, end
 
 
 def run(

@@ -104,7 +104,12 @@ def _dates(text: str, said: date):
 def due_at(text: str, said_at: datetime) -> datetime:
     """The end of the latest day ``text`` names, or ``said_at`` when it names none."""
     said = said_at.astimezone(UTC)
-    latest = max(_dates(text, said.date()), default=None)
+    try:
+        latest = max(_dates(text, said.date()), default=None)
+    except OverflowError:  # a day past the calendar's last ("in 9000 years"): its last
+        latest = date.max
     if latest is None:
         return said_at
-    return datetime.combine(latest + timedelta(days=1), time(0), tzinfo=UTC)
+    # The day after it begins its end; the calendar's last day has none after it.
+    end = latest + timedelta(days=1) if latest < date.max else latest
+    return datetime.combine(end, time(0), tzinfo=UTC)

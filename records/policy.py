@@ -158,6 +158,12 @@ def problems(values: dict[str, object]) -> dict[str, list[str]]:
 
     check("ttl_days", lambda v: v > 0, "TTL must be positive")
     check("half_life_hours", lambda v: v > 0, "half-life must be positive")
+    # Durations are kept to the microsecond (timedelta): less than a second would round
+    # to nothing, or to a value no one meant, after it was saved.
+    check("ttl_days", lambda v: v <= 0 or v * 86_400 >= 1, "TTL must be at least a second")
+    check(
+        "half_life_hours", lambda v: v <= 0 or v * 3_600 >= 1, "half-life must be at least a second"
+    )
     check("max_records", lambda v: v >= 1, "max records must be at least 1")
     check("max_tokens", lambda v: v >= 1, "max tokens must be at least 1")
     check("saturation_hits", lambda v: v >= 1, "frequency saturation must be at least 1 hit")
@@ -171,8 +177,8 @@ def problems(values: dict[str, object]) -> dict[str, list[str]]:
     )
     check(
         "past_due_half_life_hours",
-        lambda v: v >= 0,
-        "the past-due half-life must be 0 (never decays) or positive",
+        lambda v: v == 0 or v * 3_600 >= 1,
+        "the past-due half-life must be 0 (never decays) or at least a second",
     )
     weights = [values.get(f) for f in ("w_recency", "w_frequency", "w_importance")]
     if all(_number(w) for w in weights):

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -96,6 +98,22 @@ def ingest_extracted(app_name: str, user_id: str, extract: Extract, now: datetim
     return ingest(app_name, user_id, candidates, now, config=config, reextract=extract, **kwargs)
 
 
+_simulated: ContextVar[bool] = ContextVar("memadmin_simulated", default=False)
+
+
+@contextmanager
+def simulation() -> Iterator[None]:
+    """For a dry-run, which runs ingest and enforcement on the database inside a
+    transaction it then rolls back: ingest's effects outside the database (the records
+    sent to the embedder, the touch buffer's and the metrics' counts) are left out,
+    since what they count or send never happened."""
+    token = _simulated.set(True)
+    try:
+        yield
+    finally:
+        _simulated.reset(token)
+
+
 def ingest(
     app_name: str,
     user_id: str,
@@ -153,6 +171,7 @@ def ingest(
         # Erasure barrier: refuse an ingest that started before an erasure of this user
         # and drop candidates stamped before it (see records.erasure_guard).
         candidates = erasure_guard.apply(barrier, candidates, now)
+        candidates = _said_by_now(candidates, now)
         if entry_ids or match_content:
             candidates, result.refreshed, result.duplicates = _refresh_stored(
                 app_name, user_id, candidates, entry_ids or {}, match_content, now
@@ -181,6 +200,8 @@ def ingest(
             result.evicted = _enforce_locked(
                 app_name, user_id, now, policy, run_id=run_id, selected=selected
             )
+    if _simulated.get():  # a dry-run: its writes are rolled back; nothing leaves them
+        return result
     embeddings.embed_new(new, result.evicted)  # after the lock; never fails the ingest
     # After the lock: the app-wide counter rows must not serialise ingests. With Redis
     # they wait in the touch buffer for its flush, as a search's counts do.
@@ -191,6 +212,19 @@ def ingest(
         feedback.bump_many(app_name, counts, now)
     counters.count_ingest(app_name, result.added)
     return result
+
+
+def _said_by_now(candidates: Sequence[Candidate], now: datetime) -> list[Candidate]:
+    """Nothing was said after it was stored: a timestamp later than the ingest (a clock
+    ahead, a local time read as UTC) is stored as the ingest's time. Later, it would
+    make its slot's statement newer than any real one that follows, which would be
+    evicted as superseded until then."""
+    return [
+        replace(c, entry_timestamp=now)
+        if c.entry_timestamp is not None and c.entry_timestamp > now
+        else c
+        for c in candidates
+    ]
 
 
 _PG_LOCKS = "SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock_shared(%s)"

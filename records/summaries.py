@@ -5,7 +5,8 @@ record that keeps provenance to every source record and session; the summary is
 written before the sources are deleted. A cluster is the victims sharing a source
 session, or (for the rest) a rule category, with at least
 ``Policy.summarise_min_cluster`` records. Expired records are never summarised: the
-TTL is a compliance promise, and a summary would keep their content past it.
+TTL is a compliance promise, and a summary would keep their content past it. For the
+same reason a summary is dated as its oldest source: it expires when that one would.
 
 The default summariser is extractive (the first sentence of each source) and needs no
 network. Plug in another (an LLM call) with MEMADMIN_SUMMARISER=pkg.module.function,
@@ -143,7 +144,9 @@ def summarise(app_name: str, user_id: str, victims, policy, now: datetime) -> se
             source_session_id=sessions.pop() if len(sessions) == 1 else "",
             content=text,
             author="memadmin",
-            created_at=now,
+            # Its content is its sources': it expires when the oldest of them would (TTL
+            # counts from creation), not a whole TTL after the summarising.
+            created_at=min(r.created_at for r in sources),
             last_accessed_at=pure.fresh_last_accessed(now, params),
             importance=max(r.importance for r in sources),
             importance_source=ImportanceSource.DEFAULT,

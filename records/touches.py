@@ -34,6 +34,7 @@ from functools import cache
 
 from django.conf import settings
 from django.db import connection, transaction
+from redis.exceptions import LockError
 
 from . import access_log, feedback
 from .models import MemoryRecord
@@ -282,8 +283,12 @@ def flush_touches(max_users: int | None = None) -> int:
                 if key.startswith(head):
                     left.add(key[len(head) :])
         for m in left:
+            if not _still_ours(lock):
+                return flushed
             _apply_claimed(client, m)
         for raw in client.sscan_iter(PENDING, count=500):
+            if not _still_ours(lock):
+                break
             m = raw.decode()
             app_name, user_id = m.split(SEP, 1)
             keys = user_keys(app_name, user_id)
@@ -309,6 +314,18 @@ def flush_touches(max_users: int | None = None) -> int:
             lock.release()
         except Exception:  # expired meanwhile: nothing to release
             log.warning("touch flush lock expired before release")
+
+
+def _still_ours(lock) -> bool:
+    """Renew the flush lock's time before the next user. False when it expired (a flush
+    slower than its timeout): another flush may hold it now and apply this one's claims
+    as left by a crash, so this one stops rather than apply them a second time."""
+    try:
+        lock.reacquire()
+    except LockError:
+        log.warning("touch flush lock expired; this flush stops, the next one goes on")
+        return False
+    return True
 
 
 def _apply_claimed(client, m: str) -> None:

@@ -116,7 +116,7 @@ def preview_users(item: WorkItem, as_of: datetime) -> str:
         )
     )
     try:
-        with transaction.atomic():
+        with transaction.atomic(), store.simulation():
             victims = store.enforce_many(item.app_name, item.users, as_of)
             raise _Rollback
     except _Rollback:

@@ -118,6 +118,13 @@ def rollup_day(day: date, now: datetime) -> int:
         .order_by()
     ):
         values[row["app_name"], f"evictions_{row['reason']}"] = row["n"]
+    # A day's evictions only grow, except when an erasure deletes the subject's events:
+    # the count already rolled up stands, so an erasure never moves a chart (nor shows
+    # that it happened).
+    for app, name, value in DailyMetric.objects.filter(
+        day=day, name__startswith="evictions_"
+    ).values_list("app_name", "name", "value"):
+        values[app, name] = max(values.get((app, name), 0), value)
     counters = defaultdict(dict)
     for app, name, value in DailyCounter.objects.filter(day=day).values_list(
         "app_name", "name", "value"

@@ -4,7 +4,8 @@ Each user's part is applied in one task: its sessions first (retired without the
 usual enforcement), then its records, evicted with the reasons and scores the preview
 showed. An entry that went stale since the preview is refused with a message and
 changes nothing: a record pinned, re-scored or already gone; a session that was used
-again or no longer exists.
+again or no longer exists. A dry-run that looked ahead (as of a later date) cannot be
+applied before that date: its TTL victims are not due yet.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from records import store
 from records.locks import user_lock
@@ -35,6 +37,13 @@ def check_appliable(plan: Run) -> None:
         raise PlanError(f"Dry-run #{plan.pk} is {plan.status}; wait until it is done.")
     if Run.objects.filter(plan=plan).exists():
         raise PlanError(f"The plan of dry-run #{plan.pk} was applied already.")
+    if plan.as_of > timezone.now():
+        # Its victims are what would go then (records expired by that date): applied now,
+        # they would be evicted early, and logged as expired.
+        raise PlanError(
+            f"Dry-run #{plan.pk} looked ahead to {plan.as_of:%Y-%m-%d %H:%M} UTC; its plan "
+            "evicts what would go then. Apply it from then on, or start a dry-run as of now."
+        )
 
 
 def plan_items(run: Run) -> list[WorkItem]:

@@ -168,7 +168,7 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
         MemoryRecord.objects.filter(app_name=app_name, user_id=user_id).values_list("id", flat=True)
     )
     try:
-        with transaction.atomic():
+        with transaction.atomic(), store.simulation():
             victims = []
             for session in sessions:
                 victims.extend(add_session(session, as_of).evicted)

@@ -1,7 +1,7 @@
 """manage.py backtest: replays what happened; the policy that ran reproduces it exactly."""
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
@@ -125,6 +125,45 @@ def test_a_window_longer_than_the_retention_is_refused(settings):
     end = make_history(users=("u1",))
     with pytest.raises(CommandError, match="keeps 30 days.*30 days or fewer"):
         backtest("--days", "31", end=end)
+
+
+def test_a_window_reaching_before_the_history_kept_is_refused(settings):
+    """The daily prune keeps the retention back from today: a window ending long ago
+    would be replayed with part of its history gone."""
+    end = make_history(users=("u1",))  # its clock: 30 days after the history's start
+    settings.MEMADMIN = {**settings.MEMADMIN, "ACCESS_HISTORY_DAYS": 28}
+    with pytest.raises(CommandError, match="nothing before .* is kept; 5 days up to"):
+        backtest("--days", "5", end=end)
+    with pytest.raises(CommandError, match="before year 1"):
+        backtest("--days", "5", end=datetime(1, 1, 2, tzinfo=UTC))
+
+
+def test_an_unwritable_report_path_is_refused_before_the_replay(tmp_path):
+    end = make_history(users=("u1",))
+    for path, message in [
+        (tmp_path / "no-such-folder" / "r.json", "does not exist"),
+        (tmp_path, "is a folder"),
+    ]:
+        with pytest.raises(CommandError, match=message):
+            backtest("--days", "3", "--json", str(path), end=end)
+    written = tmp_path / "r.json"
+    assert "Report written" in backtest("--days", "3", "--json", str(written), end=end)
+    assert json.loads(written.read_text())["app"] == APP
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("0", False), ("no", False), ("OFF", False), ("1", True), ("yes", True)]
+)
+def test_yes_no_settings_are_read_strictly(value, expected):
+    make_history(users=("u1",))
+    candidate = service.candidate_policy(APP, preset="article", values={"supersede": value})
+    assert candidate.supersede is expected
+
+
+def test_a_yes_no_setting_that_is_neither_is_refused():
+    end = make_history(users=("u1",))
+    with pytest.raises(CommandError, match="supersede is a yes/no setting.*'maybe'"):
+        backtest("--days", "3", "--set", "supersede=maybe", end=end)
 
 
 def test_a_policy_change_in_the_window_is_replayed_from_its_moment_and_reported():

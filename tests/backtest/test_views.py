@@ -63,6 +63,19 @@ def test_ops_start_a_backtest_and_its_page_shows_progress_then_the_report(login,
     }
 
 
+def test_a_run_that_fails_unexpectedly_is_marked_failed_not_left_running(login):
+    """A stored candidate this version cannot read (a field since removed): the worker's
+    error is raised on, and the run's page says it failed instead of waiting for ever."""
+    run = BacktestRun.objects.create(app_name=APP, days=5, candidate={"no_such_field": 1})
+    with pytest.raises(TypeError):
+        tasks.run_backtest(run.pk)
+    run.refresh_from_db()
+    assert run.status == Status.FAILED and run.finished_at is not None
+    assert run.error.startswith("TypeError: ") and "no_such_field" in run.error
+    page = login("ops").get(f"/backtests/{run.pk}/").content.decode()
+    assert "every 2s" not in page and "no_such_field" in page
+
+
 def test_an_invalid_candidate_is_refused_on_the_page_and_nothing_is_queued(login):
     make_history(users=("u1",))
     response = login("ops").post(

@@ -45,3 +45,30 @@ def test_the_latest_date_named_is_the_due_date(text, due):
 )
 def test_without_a_date_a_commitment_is_due_when_it_was_said(text):
     assert due_at(text, SAID) == SAID
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("My booking is valid until 9999-12-31", SAID),  # the calendar's last day
+        ("I will call you tomorrow", datetime(9999, 12, 31, 12, tzinfo=UTC)),  # past it
+    ],
+)
+def test_a_day_at_the_end_of_the_calendar_is_due_on_it_not_an_error(text, said):
+    assert due_at(text, said) == datetime(9999, 12, 31, tzinfo=UTC)
+
+
+@pytest.mark.django_db
+def test_a_far_future_date_does_not_fail_the_ingest_of_its_neighbours():
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.genai import types
+
+    from records.memory_service import add_memories
+    from records.models import MemoryRecord
+
+    entries = [
+        MemoryEntry(content=types.Content(parts=[types.Part(text=text)]))
+        for text in ("I like tea", "My booking is valid until 9999-12-31")
+    ]
+    add_memories("pharmacy", "u1", entries, SAID)
+    assert MemoryRecord.objects.filter(user_id="u1").count() == 2

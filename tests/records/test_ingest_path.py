@@ -8,6 +8,7 @@ import pytest
 import sqlparse
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from records import config_cache, feedback, search_text, store, touches
 from records.extract import Extractor
@@ -197,7 +198,10 @@ def test_an_ingested_record_has_every_column_the_orm_would_have_written():
     ]
     events = session(texts, app="app", id="s1").events
     events[1].author = "agent"
-    add_session(session(events, app="app", id="s1"), NOW)
+    # Stored at a time after the events were stamped (now): one stamped later than its
+    # ingest would be stored as said at the ingest (store._said_by_now).
+    now = timezone.now()
+    add_session(session(events, app="app", id="s1"), now)
     stored = {r.dedupe_key: r for r in MemoryRecord.objects.filter(app_name="app")}
     extractor: Extractor = store.extractor_for("app")
     candidates = extractor.from_events("app", "u1", "s1", events)
@@ -209,7 +213,7 @@ def test_an_ingested_record_has_every_column_the_orm_would_have_written():
         if f.attname not in ("id", "search_vector")
     ]
     for c in candidates:
-        expected = store._new_record("app", "u1", c, NOW, params)
+        expected = store._new_record("app", "u1", c, now, params)
         expected.search_tokens = search_text.reindex(
             expected.content, expected.author, expected.search_tokens
         )

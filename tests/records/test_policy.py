@@ -358,6 +358,28 @@ def test_bad_params_are_refused_with_a_message(changes, message):
         PolicyParams(**changes)
 
 
+@pytest.mark.parametrize(
+    ("values", "field", "message"),
+    [
+        ({"half_life_hours": 1e-10}, "half_life_hours", "half-life must be at least a second"),
+        ({"ttl_days": 1e-9}, "ttl_days", "TTL must be at least a second"),
+        ({"past_due_half_life_hours": 1e-10}, "past_due_half_life_hours", "or at least a second"),
+    ],
+)
+def test_a_duration_too_short_to_keep_is_refused_before_it_is_saved(values, field, message):
+    """Kept to the microsecond, 1e-10 hours would be saved, then round to nothing: every
+    enforcement would fail (half-life), or a past-due decay would never happen."""
+    from django.core.exceptions import ValidationError
+
+    from records.models import Policy
+
+    policy = Policy(app_name="shop", **values)
+    with pytest.raises(ValidationError) as refused:
+        policy.clean()
+    assert any(message.lower() in m.lower() for m in refused.value.message_dict[field])
+    assert Policy(app_name="shop", half_life_hours=1 / 3600, ttl_days=1 / 86400).params()
+
+
 # --- the article's worked example ------------------------------------------------
 
 

@@ -86,6 +86,22 @@ def test_a_new_delivery_address_retires_the_old_one_with_its_provenance():
     assert new.id in [r.id for r in found] and old.id not in [r.id for r in found]
 
 
+def test_a_statement_stamped_ahead_of_its_storing_does_not_outrank_a_newer_one():
+    """A clock ahead (or a local time read as UTC) stamped the old address hours after it
+    was stored; the new address, said an hour later, must still replace it."""
+    old_address = "Please deliver to 4 Mill Lane, Leeds LS1 2AB."
+    ahead = text_event(old_address, ts=NOW.timestamp() + 9 * 3600)
+    ingest_texts([ahead], sid="s1")
+    [old] = MemoryRecord.objects.all()
+    assert old.entry_timestamp == NOW  # stored as said by then, not 9 hours on
+    later = NOW + timedelta(hours=1)
+    new_address = "I've moved; my new delivery address is 12 High St, York."
+    ingest_texts([text_event(new_address, ts=later.timestamp())], sid="s2", now=later)
+    [kept] = MemoryRecord.objects.all()
+    assert kept.content == new_address
+    assert EvictionEvent.objects.get().record_id == old.id
+
+
 def test_under_the_article_preset_the_old_address_stays():
     update_policy("pharmacy", preset_values(ARTICLE))
     ingest_texts([text_event("Please deliver to 4 Mill Lane.", ts=NOW.timestamp())], sid="s1")

@@ -75,6 +75,22 @@ def test_small_clusters_and_expired_records_are_evicted_plainly():
     assert not MemoryRecord.objects.filter(is_summary=True).exists()
 
 
+def test_a_summary_expires_when_its_oldest_source_would():
+    """Its content is its sources': the TTL a source was under goes on for the summary,
+    not a whole TTL from the summarising (nor again for a summary of summaries)."""
+    update_policy(
+        "app", {"summarise": True, "summarise_min_cluster": 3, "max_records": 3, "ttl_days": 30}
+    )
+    old = [note(f"Asked about branch {i}.", session="s-old", age_days=29 - i) for i in range(4)]
+    for _ in range(2):
+        note("My name is Ana", importance=0.9, age_days=1)
+    store.enforce("app", "u", NOW)
+    summary = MemoryRecord.objects.get(is_summary=True)
+    assert summary.created_at == old[0].created_at  # 29 days: the oldest summarised
+    victims = store.enforce("app", "u", NOW + timedelta(days=2))
+    assert summary.id in {v.id for v in victims if v.reason == "expired"}
+
+
 def test_summaries_off_by_default():
     update_policy("app", {"max_records": 1})
     for i in range(6):

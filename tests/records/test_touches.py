@@ -62,6 +62,32 @@ def test_a_claim_left_by_a_crashed_flush_is_applied_by_the_next(buffer):
     assert not buffer.exists(keys["proc_hits"])
 
 
+def test_a_flush_whose_lock_expired_stops_rather_than_apply_twice(buffer, monkeypatch):
+    """A flush slower than its lock's timeout: another flush may take the lock and apply
+    what it finds claimed. The first renews the lock before each user and stops once it
+    is gone, so no touch is applied twice; what it left, the next flush applies."""
+    [a] = make_records("app", "u1", 1, NOW)
+    [b] = make_records("app", "u2", 1, NOW)
+    search.touch("app", "u1", [a.id], NOW + timedelta(hours=1))
+    search.touch("app", "u2", [b.id], NOW + timedelta(hours=1))
+    applied = []
+    apply = touches._apply_claimed
+
+    def slow(client, m):
+        apply(client, m)
+        applied.append(m)
+        client.set(touches.FLUSH_LOCK, "another flush")  # ours expired; another took it
+
+    monkeypatch.setattr(touches, "_apply_claimed", slow)
+    assert touches.flush_touches() == 1 and len(applied) == 1
+    assert buffer.get(touches.FLUSH_LOCK) == b"another flush"  # not released: not ours
+    buffer.delete(touches.FLUSH_LOCK)  # the other flush ends
+    monkeypatch.setattr(touches, "_apply_claimed", apply)
+    assert touches.flush_touches() == 1
+    a.refresh_from_db(), b.refresh_from_db()
+    assert (a.hits, b.hits) == (1, 1)
+
+
 def test_touches_for_deleted_records_are_harmless(buffer):
     [a] = make_records("app", "u1", 1, NOW)
     search.touch("app", "u1", [a.id], NOW)

@@ -40,6 +40,22 @@ def test_an_unknown_app_is_refused_with_the_known_ones_and_creates_nothing(args)
     assert not Run.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # A dry-run plans the app: applying it would evict other users' records too.
+        (("enforce", "--app", "pharmacy", "--user", "alice", "--dry-run"), "not one user"),
+        # Well-formed, but no such day.
+        (("sweep", "--dry-run", "--as-of", "2027-02-30T00:00"), "ISO date or datetime"),
+    ],
+)
+def test_command_combinations_that_cannot_mean_what_they_say_are_refused(args, message):
+    make_record("pharmacy", "alice")
+    with pytest.raises(CommandError, match=message):
+        command(*args)
+    assert not Run.objects.exists()
+
+
 def test_a_known_app_and_every_app_still_run():
     make_record("pharmacy", "alice")
     assert "done" in command("enforce", "--app", "pharmacy")

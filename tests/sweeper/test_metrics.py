@@ -53,6 +53,25 @@ def test_rollup_counts_evictions_by_reason_sessions_corrections_and_sizes():
     assert metrics() == m
 
 
+def test_an_erasure_does_not_move_the_eviction_counts_already_rolled_up():
+    """Erasure deletes the subject's eviction events; the day's roll-up, run again after
+    it, keeps the count (a drop would move a chart and show that an erasure happened)."""
+    from erasure import jobs
+
+    update_policy("a", {"max_records": 1})
+    for user in ("u1", "u2"):
+        add_session(session(["My name is Ana", "Deliver to 4 Mill Lane"], app="a", user=user), NOW)
+    rollup_day(NOW.date(), NOW)
+    before = metrics()["a", "evictions_record_cap"]
+    assert before == 2
+    req = jobs.submit(
+        app_name="a", user_id="u1", user_id_again="u1", ticket="T-1", reason="asked", actor="t"
+    )
+    assert jobs.run(req.pk) == "verified"
+    rollup_day(NOW.date(), NOW)
+    assert metrics()["a", "evictions_record_cap"] == before
+
+
 def test_a_finished_day_keeps_its_snapshot_when_recomputed_later():
     make_records("a", "u1", 3, NOW)
     rollup_day(NOW.date(), NOW)

@@ -144,6 +144,30 @@ def test_dry_run_changes_nothing_and_stores_the_report_with_scores():
         assert e.score == pytest.approx(sum(terms))
 
 
+def test_a_dry_run_sends_nothing_to_the_embedder_and_counts_nothing(settings):
+    """What a dry-run simulates never happened: no records embedded (the embedder may be
+    a hosted API, sent memory text), no records-added or sessions-ingested counts."""
+    from memadmin import counters
+    from records import touches
+    from records.models import DailyCounter
+    from tests import embedders
+
+    settings.MEMADMIN = {**settings.MEMADMIN, "EMBEDDER": "tests.embedders.bag_of_concepts"}
+    make_session(APP, "u1", "s1", ["My name is Ana", "Deliver to 4 Mill Lane"], idle_days=9)
+    calls, added = len(embedders.CALLS), counters.INGESTS.labels(APP)._value.get()
+    run = sweep(dry_run=True)
+    assert PlanEntry.objects.filter(run=run, kind="session").count() == 1
+    touches.flush_touches()
+    assert len(embedders.CALLS) == calls
+    assert counters.INGESTS.labels(APP)._value.get() == added
+    assert not DailyCounter.objects.filter(app_name=APP).exists()
+    sweep()  # the real sweep does all of it
+    touches.flush_touches()
+    assert len(embedders.CALLS) > calls
+    assert counters.INGESTS.labels(APP)._value.get() > added
+    assert DailyCounter.objects.filter(app_name=APP, name="sessions_ingested").exists()
+
+
 def test_dry_run_as_of_next_month_previews_sessions_that_will_be_idle_by_then():
     make_session(APP, "u1", "s-now", ["My name is Ana"], idle_days=9)
     make_session(APP, "u1", "s-soon", ["My name is Bo"], idle_days=2)
@@ -225,6 +249,28 @@ def test_a_plan_applies_once_and_only_a_finished_dry_run_applies():
         plans.check_appliable(queued)
     assert runs.create_run(RunKind.APPLY, plan=plan, enqueue=False) is None  # DB says once too
     assert Run.objects.filter(kind=RunKind.APPLY).count() == 1
+
+
+def test_a_plan_that_looked_ahead_is_not_applied_before_its_time():
+    """Its TTL victims are what would go then: applied now, a record due in days would
+    be evicted early (and logged as expired)."""
+    from datetime import timedelta
+
+    from records.policies import update_policy
+
+    from ..records.rows import make_record
+
+    update_policy(APP, {"ttl_days": 30})
+    record = make_record(APP, "u1", now=timezone.now() - timedelta(days=20))
+    plan = run_inline(
+        runs.create_run(
+            RunKind.ENFORCE, as_of=timezone.now() + timedelta(days=15), dry_run=True, enqueue=False
+        )
+    )
+    assert PlanEntry.objects.filter(run=plan, record_id=record.pk, reason="expired").exists()
+    with pytest.raises(plans.PlanError, match="looked ahead to"):
+        plans.check_appliable(plan)
+    assert MemoryRecord.objects.filter(pk=record.pk).exists()
 
 
 def test_dry_run_lines_read_before_an_erasure_are_not_written_after_it():

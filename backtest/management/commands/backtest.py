@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,8 +46,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, app, days, preset, set, json: str | None, until, workers, **options):  # noqa: A002
+        if json:
+            check_writable(json)  # before the replay, not after it
         try:
-            now = parse_moment(until) if until else timezone.now()
+            now = window_end(until, days)
             values = service.parse_sets(set)
             candidate = service.candidate_policy(app, preset=preset, values=values)
             report = service.run(app, days, candidate, now, workers=workers)
@@ -54,7 +57,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         self._table(report)
         if json:
-            Path(json).write_text(_dumps(report.as_json()))
+            try:
+                Path(json).write_text(_dumps(report.as_json()))
+            except OSError as exc:
+                raise CommandError(f"Cannot write the report to {json}: {exc.strerror}.") from exc
             self.stdout.write(f"Report written to {json}.")
 
     def _table(self, report: service.Report) -> None:
@@ -87,6 +93,32 @@ class Command(BaseCommand):
 
 def _pair(current: int, candidate: int) -> str:
     return f"{current} / {candidate}"
+
+
+clock = timezone.now  # the commands' "now" (tests fix it at their history's end)
+
+
+def window_end(until: str | None, days: int) -> datetime:
+    """The window's end: now, or ``--until`` within the history kept
+    (``service.check_until``)."""
+    now = clock()
+    if not until:
+        return now
+    end = parse_moment(until)
+    service.check_until(end, days, now)
+    return end
+
+
+def check_writable(path: str) -> None:
+    """Refuse a ``--json`` path the report could not be written to, before replaying."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise CommandError(f"--json {path} is a folder; give a file path.")
+    if not folder.is_dir():
+        raise CommandError(f"--json {path}: the folder {folder} does not exist.")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise CommandError(f"--json {path}: not writable here.")
 
 
 def parse_moment(text: str) -> datetime:

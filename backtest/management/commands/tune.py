@@ -4,11 +4,10 @@ on the window's first part, each judged on its held-out last part."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
 from backtest import service, tune
 
-from .backtest import _workers, parse_moment
+from .backtest import _workers, window_end
 
 
 class Command(BaseCommand):
@@ -31,7 +30,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, app, days, until, workers, **options):
         try:
-            now = parse_moment(until) if until else timezone.now()
+            now = window_end(until, days)
             result = tune.tune(app, days, now, workers=workers)
         except service.BacktestError as exc:
             raise CommandError(str(exc)) from exc

@@ -27,6 +27,12 @@ class Command(BaseCommand):
             raise CommandError("--as-of previews the future; use it with --dry-run.")
         if user and not app:
             raise CommandError("--user needs --app.")
+        if user and dry_run:
+            # A dry-run plans an app (or every app); applying it would evict other users.
+            raise CommandError(
+                "--dry-run plans a whole app, not one user: drop --user to preview the app "
+                "(its plan can be applied), or see the user's dry-run on their dashboard page."
+            )
         if app and not is_known_app(app):
             raise CommandError(str(UnknownApp(app)))
         if user and not dry_run:

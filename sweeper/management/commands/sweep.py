@@ -16,7 +16,10 @@ from ._progress import queue_or_run
 def parse_as_of(value: str | None) -> datetime | None:
     if not value:
         return None
-    parsed = parse_datetime(value)
+    try:
+        parsed = parse_datetime(value)
+    except ValueError:  # well-formed but no such date (2027-02-30T00:00)
+        parsed = None
     if parsed is None:
         try:
             parsed = datetime.fromisoformat(value)
