@@ -159,7 +159,7 @@ class Extractor:
             if not text:
                 continue
             event_id = event.id or ""
-            author = (event.author or "")[:256]
+            author = storable_text((event.author or "")[:256])
             context = tuple(before)
             before.append((author, clean_text(text)))
             candidate = self._candidate(
@@ -192,7 +192,7 @@ class Extractor:
                 dedupe_key=memory_key(app_name, user_id, memory.id) if memory.id else None,
                 session_id=str((metadata or {}).get("session_id") or "")[:256],
                 event_ids=(),
-                author=(memory.author or "")[:256],
+                author=storable_text((memory.author or "")[:256]),
                 entry_timestamp=_parse_iso(memory.timestamp),
                 custom_metadata=_json_safe(memory.custom_metadata),
                 overrides=overrides,

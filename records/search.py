@@ -26,6 +26,7 @@ from . import policy as pure
 from .ids import check_scope
 from .models import MemoryRecord, UserMemoryStats
 from .policies import policy_for
+from .storable import storable_text
 from .touches import buffering, record_search, record_touches
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,9 @@ def _ask(app_name: str, user_id: str, query: str, now: datetime) -> _Ask | None:
     check_scope(app_name, user_id)
     if not isinstance(query, str):
         raise ValueError("query must be a string")
-    query = query.replace("\x00", "")
+    # As stored text is (NUL and lone surrogates are U+FFFD there, which parts words):
+    # a query holding one finds the words it parts in a record.
+    query = storable_text(query)
     terms = search_text.query_terms(query)
     counters.count_search(app_name)
     if not terms:

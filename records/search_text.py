@@ -51,6 +51,14 @@ import Stemmer
 # A query counts its first 32 distinct meaningful words (a pair of CJK characters is
 # a word); the rest is ignored. A word is cut at 64 characters.
 MAX_QUERY_WORDS = 32
+# Only this much of a query is read: room for MAX_QUERY_WORDS words of any length.
+MAX_QUERY_CHARS = 10_000
+# A record's index, as PostgreSQL's tsvector holds it (at most 1 MiB: each distinct
+# lexeme's UTF-8 bytes and a 4-byte entry), is cut at this many bytes, its own words
+# first, then the context's. Prose never comes near it; a record of 32,000 characters of
+# an unspaced script, with two such turns before it, did (each character and each pair
+# is a word), and PostgreSQL refused the whole session while SQLite stored it.
+INDEX_BUDGET = 960_000
 MAX_WORD_CHARS = 64
 
 STEM_MARK = "~"
@@ -249,7 +257,24 @@ def _index(
 ) -> str:
     text = f"{author} {content}" if author else content
     own = " ".join(form for forms in text_forms(text) for form in forms)
-    return _joined(own, _context(context, text_forms))
+    return _within_budget(_joined(own, _context(context, text_forms)))
+
+
+def _within_budget(tokens: str) -> str:
+    """``tokens`` cut where their distinct words' cost (``INDEX_BUDGET``) would pass it."""
+    if len(tokens) * 8 <= INDEX_BUDGET:  # 4 bytes a character, 4 a word at most
+        return tokens
+    seen: set[str] = set()
+    used = 0
+    kept: list[str] = []
+    for token in tokens.split(" "):
+        if token not in seen:
+            used += len(token.encode("utf-8", "surrogatepass")) + 4
+            if used > INDEX_BUDGET:
+                break
+            seen.add(token)
+        kept.append(token)
+    return " ".join(kept)
 
 
 def context_tokens(context: Iterable[tuple[str, str]]) -> str:
@@ -278,7 +303,7 @@ def reindex(content: str, author: str, tokens: str) -> str:
     """``index_tokens`` of a record's content and author, keeping the context layer of
     its current ``tokens`` (the turns before it are not stored with the record)."""
     kept = " ".join(t for t in tokens.split(" ") if t.startswith(CONTEXT_MARK))
-    return _joined(index_tokens(content, author), kept)
+    return _within_budget(_joined(index_tokens(content, author), kept))
 
 
 def _joined(*layers: str) -> str:
@@ -286,8 +311,10 @@ def _joined(*layers: str) -> str:
 
 
 def query_words(query: str) -> list[str]:
-    """A query's distinct meaningful words, in order, at most MAX_QUERY_WORDS."""
-    return list(dict.fromkeys(_words(query, for_query=True)))[:MAX_QUERY_WORDS]
+    """A query's distinct meaningful words, in order, at most MAX_QUERY_WORDS, read from
+    its first MAX_QUERY_CHARS characters (a megabyte-long query took a second to split)."""
+    words = _words(query[:MAX_QUERY_CHARS], for_query=True)
+    return list(dict.fromkeys(words))[:MAX_QUERY_WORDS]
 
 
 @dataclass(frozen=True)

@@ -280,3 +280,56 @@ def test_a_record_by_the_author_the_query_names_ranks_first(db):
     assert found("What has Ines painted?")[0] == mention  # Ines's lunch also holds "ines"
     assert found("painting") == [mention, own]  # no name: the newer first
     assert found("harbour")[0] == lunch
+
+
+def _ext_b(start: int, n: int) -> str:
+    """n distinct-looking CJK Extension B characters (an unspaced script: each character
+    and each pair is a word of the index)."""
+    return "".join(chr(0x20000 + (start + i * 7919) % 40000) for i in range(n))
+
+
+def test_a_session_of_long_unspaced_turns_is_stored_and_found_on_either_database():
+    """Three turns of 31,000 unspaced characters: each record's index (its own words and
+    the two turns before it) passed PostgreSQL's 1 MiB tsvector, which refused the whole
+    session; now the index is cut at the same place on both databases, own words first."""
+    from records.memory_service import add_session
+    from records.search_text import INDEX_BUDGET
+    from tests.records.factories import session
+
+    update_policy("app", {"max_tokens": 1_000_000})  # each turn is some 31,000 tokens
+    turns = [_ext_b(k * 1000, 31_000) for k in range(3)]
+    add_session(session(turns, app="app", user="u1"), NOW)
+    assert MemoryRecord.objects.filter(user_id="u1").count() == 3
+    for record in MemoryRecord.objects.filter(user_id="u1"):
+        words = set(record.search_tokens.split(" "))
+        assert sum(len(w.encode()) + 4 for w in words) <= INDEX_BUDGET
+    last = turns[2]
+    found = search.search("app", "u1", last[100:102], NOW)
+    assert last in [r.content for r in found]
+
+
+def test_an_authors_nul_or_lone_surrogate_is_stored_as_content_is():
+    entries = [
+        MemoryEntry(
+            author=author,
+            content=types.Content(parts=[types.Part(text=f"I like {drink}")]),
+        )
+        for author, drink in (("bob\x00", "tea"), ("eve\ud800", "coffee"))
+    ]
+    add_memories("app", "u1", entries, NOW)
+    authors = set(MemoryRecord.objects.values_list("author", flat=True))
+    assert authors == {"bob\ufffd", "eve\ufffd"}
+    assert [r.content for r in search.search("app", "u1", "tea", NOW)] == ["I like tea"]
+
+
+def test_a_nul_in_a_query_parts_words_as_it_does_in_stored_text():
+    add_memories(
+        "app",
+        "u1",
+        [MemoryEntry(content=types.Content(parts=[types.Part(text="kiwi allergy noted")]))],
+        NOW,
+    )
+    for query in ("kiwi\x00allergy", "\x00kiwi", "kiwi\ud800allergy"):
+        assert [r.content for r in search.search("app", "u1", query, NOW)] == [
+            "kiwi allergy noted"
+        ], query

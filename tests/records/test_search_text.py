@@ -398,3 +398,12 @@ def test_ranking_database_rows_is_ranking_their_candidates(seed):
         assert st.rank_rows(terms, words, rows, scope, limit, at=1) == st.rank(
             terms, candidates, scope, limit
         )
+
+
+def test_only_the_start_of_a_huge_query_is_read():
+    from records.search_text import MAX_QUERY_CHARS, query_words
+
+    head = "kiwi allergy "
+    query = head + "x" * (MAX_QUERY_CHARS * 100) + " mango"
+    assert query_words(query)[:2] == ["kiwi", "allergy"]
+    assert "mango" not in query_words(query)
