@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from records.ids import validate_app_name
+from records.ids import decimal_id, validate_app_name
 
 from .models import ApiKey
 
@@ -99,8 +99,9 @@ def find_key(ident: str | int) -> ApiKey:
     ident = str(ident).strip()
     prefix = ident.removeprefix(f"{TOKEN_SCHEME}_").split("_", 1)[0].rstrip("…")
     query = Q(prefix=prefix)
-    if ident.isascii() and ident.isdigit() and len(ident) < 19:  # a bigint id
-        query |= Q(pk=int(ident))
+    pk = decimal_id(ident)
+    if pk is not None:
+        query |= Q(pk=pk)
     key = ApiKey.objects.filter(query).first()
     if key is None:
         raise UnknownApiKey(f"No API key has the prefix or id {ident!r}.")

@@ -77,14 +77,14 @@ def _without_staff_session(request) -> None:
 
 
 def prepare_request(run):
-    """Before anything else: drop the staff session; refuse bodies over the limit (413)
+    """Before anything else (the staff session already dropped: ``_api_view``, around
+    every API view): refuse bodies over the limit (413)
     before reading them; check the key (401/403); then refuse bodies that are not JSON
     (400) and query parameters or JSON the document does not allow (422), each with a
     message saying what was wrong."""
 
     @wraps(run)
     def wrapper(request, *args, **kwargs):
-        _without_staff_session(request)
         limit = settings.MEMADMIN_API_MAX_BODY_BYTES
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)

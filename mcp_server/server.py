@@ -29,6 +29,7 @@ from api.errors import ApiError
 from api.schemas import AddMemoriesIn, CorrectionIn, IngestOut, MemoryEntryIn, SearchIn
 from records import memory_service
 from records.feedback import report_correction
+from records.ids import decimal_id
 from records.policies import policy_for
 
 NAME = "memadmin"
@@ -42,8 +43,8 @@ IDS = ResourceSecurity(exempt_params={"app_name", "user_id"})
 def _record_id(value: object) -> object:
     """A record id as search returns it: 5 or "5" (ASCII digits). Not true (pydantic's
     lax mode reads it as 1) nor 5.0: a confused argument must not delete record 1."""
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
-        return int(value)
+    if isinstance(value, str) and (record_id := decimal_id(value)) is not None:
+        return record_id
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     raise ValueError("memory_id is a whole number, or its digits as a string")

@@ -10,6 +10,8 @@ from django.core.paginator import Page, Paginator
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+from records.ids import decimal_id
+
 from . import audit
 from .models import AuditEntry
 
@@ -82,28 +84,24 @@ def _target_url(entry: AuditEntry) -> str | None:
     """The page of the entry's target: the record's user, the policy, the run, the
     erasure. By URL name, so this module imports none of the apps it links to."""
     action, target, app = entry.action, entry.target, entry.app_name
+    number = decimal_id(target.removeprefix("erasure #"))  # a record, run or erasure id
     try:
         if action in (audit.RECORD_PIN, audit.RECORD_UNPIN, audit.RECORD_IMPORTANCE):
             if app and entry.user_id:
                 url = reverse("records:user", args=[app, entry.user_id])
-                return f"{url}#record-{target}" if _number(target) else url
+                return f"{url}#record-{target}" if number is not None else url
         elif action in (audit.POLICY_CREATE, audit.POLICY_UPDATE) and app:
             return reverse("records:policy", args=[app])
         elif action == audit.RULE_CHANGE:
             url = reverse("records:rules")
             return f"{url}?{urlencode({'app': app})}" if app else url
-        elif action in (audit.RUN_START, audit.PLAN_APPLY) and _number(target):
-            return reverse("sweeper:run", args=[int(target)])
-        elif action == audit.ERASURE_SUBMIT and _number(target.removeprefix("erasure #")):
-            return reverse("erasure:detail", args=[int(target.removeprefix("erasure #"))])
+        elif action in (audit.RUN_START, audit.PLAN_APPLY) and number is not None:
+            return reverse("sweeper:run", args=[number])
+        elif action == audit.ERASURE_SUBMIT and number is not None:
+            return reverse("erasure:detail", args=[number])
     except NoReverseMatch:  # a user id no URL can hold: the text, unlinked
         return None
     return None
-
-
-def _number(text: str) -> bool:
-    """Whether ``text`` is an id as we write one (ASCII digits: "²" is a digit too)."""
-    return text.isascii() and text.isdigit() and len(text) < 19
 
 
 def _start_of(day: date) -> datetime:

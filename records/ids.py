@@ -32,6 +32,19 @@ def validate_id(
     return value
 
 
+BIGINT_MAX = 2**63 - 1
+
+
+def decimal_id(text: str) -> int | None:
+    """``text`` as a row id, when it is one as we write them: ASCII digits ("²" is a digit
+    to ``str.isdigit``, not to ``int``; "05" is not how we write 5) of a number a bigint
+    holds. Else None: never an error from ``int``."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 19):
+        return None
+    value = int(text)
+    return value if value <= BIGINT_MAX and str(value) == text else None
+
+
 def validate_app_name(value: object, *, error: type[ValueError] = ValueError) -> str:
     """``validate_id`` of an app name, which also may not hold control characters: the
     touch buffer joins an app and a user with one (``touches.SEP``) and splits at the

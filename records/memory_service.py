@@ -28,7 +28,7 @@ from google.genai import types
 
 from . import later, search, store
 from .extract import memory_key
-from .ids import check_scope
+from .ids import check_scope, decimal_id
 from .models import MemoryRecord
 
 Clock = Callable[[], datetime]
@@ -113,10 +113,9 @@ def recalled_ids(app_name: str, user_id: str, memories: Sequence[MemoryEntry]) -
     out = {}
     for memory in memories:
         entry_id = memory.id or ""
-        # "5", as search returns it; not "05", nor beyond a bigint
-        canonical = entry_id.isascii() and entry_id.isdecimal() and len(entry_id) < 19
-        if canonical and str(int(entry_id)) == entry_id:
-            out[memory_key(app_name, user_id, entry_id)] = int(entry_id)
+        record_id = decimal_id(entry_id)  # "5", as search returns it
+        if record_id is not None:
+            out[memory_key(app_name, user_id, entry_id)] = record_id
     return out
 
 

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from memadmin.htmx import render_page, vary_on_htmx
 from memadmin.roles import OPS, has_role, role_required, viewer_required
+from records.ids import decimal_id
 from records.selectors.apps import known_apps
 
 from . import plans, staff
@@ -92,9 +93,8 @@ def start(request):
 def _started_run(request) -> Run | None:
     """The run just started from this page (?started=id), whose notice the table keeps live."""
     pk = request.GET.get("started", "")
-    if not (pk.isascii() and pk.isdigit() and len(pk) < 19):  # "²" is a digit too
-        return None
-    return runs_base().filter(pk=int(pk)).first()
+    run_id = decimal_id(pk)
+    return None if run_id is None else runs_base().filter(pk=run_id).first()
 
 
 def _confirm_text(form: StartRunForm) -> str:

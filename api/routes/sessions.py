@@ -10,6 +10,7 @@ from google.adk.sessions.session import Session
 from ninja import Query, Router
 
 from records import sessions
+from records.ids import decimal_id
 from records.models import SESSION_ID_MAX, USER_ID_MAX
 
 from ..errors import ApiError
@@ -249,9 +250,8 @@ def _redelivered(app_name, user_id, session_id, event, revision: str | None) -> 
         and bool(latest.events)
         and latest.events[-1].id == event.id
         and revision is not None
-        and revision.isascii()
-        and revision.isdigit()
-        and latest._storage_update_marker == str(int(revision) + 1)
+        and (stored := decimal_id(revision)) is not None
+        and latest._storage_update_marker == str(stored + 1)
     )
     return AppendEventOut(
         event=event,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from records.ids import check_scope, validate_app_name, validate_id
+from records.ids import check_scope, decimal_id, validate_app_name, validate_id
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,21 @@ def test_an_app_name_may_not_hold_control_characters_a_user_id_may(app):
         validate_app_name(app)
     check_scope("pharmacy", "user\x1fwith\tcontrols")
     assert validate_app_name("Zürich agent\u00a0v2") == "Zürich agent\u00a0v2"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("5", 5),
+        ("9223372036854775807", 2**63 - 1),
+        ("9223372036854775808", None),  # past a bigint
+        ("05", None),  # not how we write 5
+        ("²", None),  # a digit to str.isdigit, not to int()
+        ("1" * 5000, None),  # int() would raise
+        ("", None),
+        ("-1", None),
+        ("5.0", None),
+    ],
+)
+def test_a_decimal_id_is_a_row_id_as_we_write_them(text, expected):
+    assert decimal_id(text) == expected
