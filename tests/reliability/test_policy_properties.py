@@ -59,7 +59,10 @@ def params(draw):
         w_frequency=w_f,
         w_importance=(1000 - a - b) / 1000,
         saturation_hits=draw(st.integers(1, 1000)),
-        past_due_half_life=timedelta(hours=draw(st.sampled_from([0, 1]) | st.floats(0, 24 * 400))),
+        # 0 (never decays) or at least a second (records.policy.problems)
+        past_due_half_life=timedelta(
+            hours=draw(st.sampled_from([0, 1]) | st.floats(1 / 3600, 24 * 400))
+        ),
         supersede=draw(st.booleans()),
     )
 
