@@ -2,13 +2,16 @@
 
 Not a bench scenario: one user of the bench corpus's texts at 500 and 5,000 records,
 embedded with the deterministic test embedder (``tests.embedders``, 256 dimensions), and
-16 queries × ``REPS`` searched four ways, interleaved in a shuffled order per query:
+16 queries × ``REPS`` searched four or five ways, interleaved in a shuffled order per query:
 lexical only; hybrid with the previous scan (ORM row iterator, one array per vector,
-a full sort); hybrid with the packed scan in pure Python; hybrid with the numpy screen.
-The three hybrid rankings are checked to be identical on every query.
+a full sort); hybrid with the packed scan in pure Python; hybrid with the numpy screen;
+and, on a PostgreSQL with the vector extension (``.ci/pgvector-server``), hybrid with
+PostgreSQL picking the candidates (``records.pgvector``). The hybrid rankings are
+checked to be identical on every query.
 
     MEMADMIN_VAR_DIR=/tmp/var-latency REPS=3 python -m bench.hybrid_latency  # SQLite
     SECRET_KEY=x DATABASE_URL=postgres://…/scratch REPS=3 python -m bench.hybrid_latency
+    SECRET_KEY=x DATABASE_URL=$(.ci/pgvector-server start) REPS=3 python -m bench.hybrid_latency
 
 It writes to the database it is given (migrated first): use a scratch one.
 """
@@ -41,13 +44,15 @@ def main() -> None:
     from google.genai import types
 
     from bench import corpus
-    from records import embeddings, policy_sql, search, vectors
+    from records import embeddings, pgvector, policy_sql, search, vectors
     from records.memory_service import add_memories
     from records.models import MemoryRecord, RecordEmbedding
     from records.policies import policy_for, update_policy
 
     call_command("migrate", verbosity=0)
     new_nearest, numpy = embeddings.nearest, vectors._np
+    has_pgvector = pgvector.enabled()
+    kinds = [*KINDS, "hybrid-pgvector"] if has_pgvector else KINDS
 
     def old_nearest(app_name, user_id, query, now, limit):
         live = MemoryRecord.objects.filter(app_name=app_name, user_id=user_id).filter(
@@ -68,6 +73,8 @@ def main() -> None:
         settings.MEMADMIN = {**settings.MEMADMIN, "EMBEDDER": embedder}
         embeddings.nearest = old_nearest if kind == "hybrid-old" else new_nearest
         vectors._np = None if kind == "hybrid-pure" else numpy
+        if has_pgvector:  # the others scan in Python, as without the extension
+            pgvector._ENABLED[pgvector._key()] = kind == "hybrid-pgvector"
 
     def populate(user: str, n: int) -> int:
         MemoryRecord.objects.filter(app_name=APP, user_id=user).delete()
@@ -89,6 +96,9 @@ def main() -> None:
         newest = list(mine.order_by("-id").values_list("id", flat=True))
         MemoryRecord.objects.filter(id__in=newest[: max(0, len(newest) - n)]).delete()
         embeddings.backfill(app_name=APP)
+        if has_pgvector:
+            pgvector.forget()
+            pgvector.fill_missing()
         return RecordEmbedding.objects.filter(record__in=mine.values("id")).count()
 
     update_policy(APP, {"max_records": 10**6, "max_tokens": 10**9})
@@ -100,10 +110,10 @@ def main() -> None:
     for n in (500, 5000):
         user = f"user{n}"
         count = populate(user, n)
-        times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        times: dict[str, list[float]] = {kind: [] for kind in kinds}
         for _ in range(reps):
             for query in corpus.queries(16, seed=1):
-                order = KINDS[:]
+                order = kinds[:]
                 rng.shuffle(order)
                 found = {}
                 for kind in order:
@@ -111,10 +121,10 @@ def main() -> None:
                     start = time.perf_counter()
                     found[kind] = [r.id for r in search.search(APP, user, query, NOW)]
                     times[kind].append(time.perf_counter() - start)
-                if not found["hybrid-old"] == found["hybrid-pure"] == found["hybrid-numpy"]:
+                if len({tuple(found[kind]) for kind in kinds if kind != "lexical"}) != 1:
                     raise SystemExit(f"the hybrid rankings differ for query {query!r}")
         cells = []
-        for kind in KINDS:
+        for kind in kinds:
             ordered = sorted(times[kind])
             p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
             cells.append(

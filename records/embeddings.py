@@ -11,7 +11,8 @@ order. With it set:
   that have no vector yet, in batches, in id order;
 - search fuses the lexical ranking with the user's nearest vectors
   (``records.search``, ``hybrid``); the vectors are compared in Python, bounded by the
-  user's records (the caps bound those).
+  user's records (the caps bound those), or first ranked by PostgreSQL where pgvector
+  exists (``records.pgvector``: the same ids).
 
 Unset, nothing here runs: no vector is written or read and search is lexical only.
 Vectors and their validation: ``records.vectors``. Logs never hold content.
@@ -29,7 +30,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils.module_loading import import_string
 
-from . import plugins, policy_sql, vectors
+from . import pgvector, plugins, policy_sql, vectors
 from .models import MemoryRecord, RecordEmbedding
 from .policies import policy_for
 
@@ -122,16 +123,10 @@ def _store(pairs: Sequence[tuple[int, vectors.array]]) -> int:
     already there is kept. Returns how many were written."""
     if not pairs:
         return 0
-    table = RecordEmbedding._meta.db_table
-    records = MemoryRecord._meta.db_table
-    sql = (
-        f"INSERT INTO {table} (record_id, dims, vector) "  # noqa: S608 - the models' tables
-        f"SELECT id, %s, %s FROM {records} WHERE id = %s "
-        "ON CONFLICT (record_id) DO NOTHING"
-    )
+    sql = pgvector.insert_sql(MemoryRecord._meta.db_table)
     with transaction.atomic(), connection.cursor() as cursor:
         before = RecordEmbedding.objects.filter(record_id__in=[i for i, _ in pairs]).count()
-        cursor.executemany(sql, [(len(v), vectors.to_bytes(v), i) for i, v in pairs])
+        cursor.executemany(sql, [pgvector.insert_params(i, v) for i, v in pairs])
         after = RecordEmbedding.objects.filter(record_id__in=[i for i, _ in pairs]).count()
     return after - before
 
@@ -162,10 +157,13 @@ def embed_new(records: Sequence[MemoryRecord], evicted: Sequence = ()) -> int:
 
 def nearest(app_name: str, user_id: str, query: vectors.array, now: datetime, limit: int):
     """Ids of the user's live records nearest to ``query``, best first (brute force over
-    the user's vectors, which the caps bound)."""
+    the user's vectors, which the caps bound; with pgvector, PostgreSQL picks the
+    candidates: ``records.pgvector``)."""
     live = MemoryRecord.objects.filter(app_name=app_name, user_id=user_id).filter(
         policy_sql.live_q(now, policy_for(app_name).params())
     )
+    if pgvector.enabled():
+        return pgvector.nearest(*live.values("id").query.sql_with_params(), query, limit)
     rows = RecordEmbedding.objects.filter(record__in=live.values("id"), dims=len(query))
     # The ORM writes the statement; a plain cursor reads it, without a model row or
     # converter per vector, and the blobs are packed into one buffer for the scan.
@@ -253,6 +251,7 @@ def backfill(
         batch = list(rows.order_by("id").values_list("id", "content")[:batch_size])
         if not batch:
             result.done = True
+            pgvector.fill_missing()  # vectors written by a process that predates the column
             break
         try:
             found = embed([content for _, content in batch])

@@ -141,6 +141,18 @@ def nearest_packed(query: array, ids: Sequence[int], packed: bytes, limit: int) 
     return [-neg_id for _, neg_id in heapq.nsmallest(limit, keys)]
 
 
+def ranked(query: array, stored: Sequence[tuple[int, bytes]]) -> list[tuple[int, float]]:
+    """Every stored vector of ``query``'s dimension as (id, score), best first: the
+    exact scores and order of ``nearest`` (``records.pgvector`` ranks its candidates
+    with it)."""
+    size = len(query) * 4
+    kept = [(record_id, data) for record_id, data in stored if len(data) == size]
+    packed = b"".join([data for _, data in kept])
+    keys = _exact_keys(query.tolist(), [rid for rid, _ in kept], packed, len(query))
+    keys.sort()
+    return [(-neg_id, -neg_score) for neg_score, neg_id in keys]
+
+
 def _exact_keys(q: list[float], ids: Sequence[int], packed: bytes, dims: int) -> list[tuple]:
     flat = array("f")
     flat.frombytes(packed)
