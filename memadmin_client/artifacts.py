@@ -13,7 +13,7 @@ from google.genai import types
 
 from .errors import is_absent
 from .http import RemoteService, file_path, user_path
-from .wire import dump
+from .wire import dump, json_metadata
 
 
 class RemoteArtifactService(RemoteService, BaseArtifactService):
@@ -34,7 +34,7 @@ class RemoteArtifactService(RemoteService, BaseArtifactService):
         if session_id is not None:
             body["sessionId"] = session_id
         if custom_metadata is not None:
-            body["customMetadata"] = custom_metadata
+            body["customMetadata"] = json_metadata(custom_metadata)
         response = await self.client.request(
             "POST",
             f"{user_path(app_name, user_id)}/artifacts",

@@ -11,7 +11,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 
 from .http import RemoteService, segment, user_path
-from .wire import dump
+from .wire import dump, json_safe_state
 
 
 class RemoteMemoryService(RemoteService, BaseMemoryService):
@@ -78,7 +78,7 @@ class RemoteMemoryService(RemoteService, BaseMemoryService):
                 )
         body: dict[str, Any] = {"memories": [dump(m) for m in memories]}
         if custom_metadata is not None:
-            body["customMetadata"] = dict(custom_metadata)
+            body["customMetadata"] = json_safe_state(dict(custom_metadata))
         await self.client.request(
             "POST",
             f"{user_path(app_name, user_id)}/memory/entries",

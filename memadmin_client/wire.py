@@ -30,6 +30,18 @@ def json_safe_state(state: dict[str, Any]) -> dict[str, Any]:
     return to_jsonable_python(state, fallback=str)
 
 
+def json_metadata(metadata: dict[str, Any]) -> Any:
+    """An artifact's custom_metadata as JSON, as the in-process service converts it
+    (datetimes and other pydantic-known values dumped); ValueError for anything else."""
+    try:
+        return to_jsonable_python(metadata)
+    except Exception as exc:  # pydantic_core raises its own serialisation errors
+        raise ValueError(
+            "custom_metadata must be JSON-serialisable (strings, numbers, lists, dicts, "
+            f"datetimes): {exc}"
+        ) from exc
+
+
 def without_temp_state(event: Event) -> Event:
     """A copy of ``event`` whose state delta has no ``temp:`` keys (never stored)."""
     delta = event.actions.state_delta if event.actions else None

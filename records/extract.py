@@ -243,7 +243,12 @@ def _parse_iso(value: str | None) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if not parsed.tzinfo:
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # before year 1 (or after 9999) in UTC: no database holds it
+        return None
 
 
 def _json_safe(metadata: Mapping | None) -> dict:
@@ -258,6 +263,6 @@ def _json_safe(metadata: Mapping | None) -> dict:
         return storable(dict(to_jsonable_python(dict(metadata), fallback=str)), what="metadata")
     except (RecursionError, ValueError, PydanticSerializationError) as exc:
         raise ValueError(
-            "custom_metadata cannot be stored as JSON (circular, or nested too deep): "
-            f"{type(exc).__name__}"
+            "custom_metadata cannot be stored as JSON (circular, nested too deep, or a "
+            f"NaN or infinite number): {type(exc).__name__}"
         ) from None

@@ -23,6 +23,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -54,7 +55,7 @@ from .models import (
     SessionEvent,
     UserState,
 )
-from .storable import storable
+from .storable import storable, storable_text
 from .timestamps import check_timestamp
 
 EVENT_ID_MAX = SessionEvent._meta.get_field("event_id").max_length
@@ -89,6 +90,9 @@ def _clean_session_id(session_id: object) -> str:
 
 
 def _check_event_columns(event: Event) -> None:
+    """Refuse over-long id, invocation id and author; make them storable as the event's
+    JSON is (NUL and lone surrogates become U+FFFD, on both databases), so the columns
+    and the JSON hold the same values."""
     for name, value, limit in (
         ("event id", event.id, EVENT_ID_MAX),
         ("event invocation_id", event.invocation_id or "", INVOCATION_ID_MAX),
@@ -98,6 +102,10 @@ def _check_event_columns(event: Event) -> None:
             raise ValueError(
                 f"{name} is {len(value)} characters long; at most {limit} are allowed."
             )
+    for field in ("id", "invocation_id", "author"):
+        value = getattr(event, field)
+        if value and storable_text(value) != value:
+            setattr(event, field, storable_text(value))
 
 
 # --- reading --------------------------------------------------------------------
@@ -505,12 +513,41 @@ def delete_session(*, app_name: str, user_id: str, session_id: str) -> bool:
     return True
 
 
-def _is_stored_already(row: AgentSession, event: Event, as_json: dict[str, Any]) -> bool:
-    """An equal re-delivery (same id and fields) of an event the session already holds."""
+def _is_stored_already(row: AgentSession, event: Event, as_stored: dict[str, Any]) -> bool:
+    """An equal re-delivery (same id and fields) of an event the session already holds.
+
+    Numbers compare by value: PostgreSQL's jsonb gives 1e+23 back as the integer
+    100000000000000000000000, which Python's == does not take for the float 1e23."""
     stored = SessionEvent.objects.filter(session=row, event_id=event.id).values_list(
         "data", flat=True
     )
-    return any(data == as_json for data in stored)
+    wanted = _by_value(as_stored)
+    return any(_by_value(data) == wanted for data in stored)
+
+
+def _by_value(value: Any) -> Any:
+    """JSON data with every number as the Decimal it was written as (a float's shortest
+    repr, which is what json.dumps sent)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {k: _by_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_by_value(v) for v in value]
+    return value
+
+
+def _without_temp(as_json: dict[str, Any]) -> dict[str, Any]:
+    """An event's JSON as stored: its delta's ``temp:`` keys are never kept."""
+    delta = as_json.get("actions", {}).get("state_delta")
+    if not delta or not any(k.startswith(State.TEMP_PREFIX) for k in delta):
+        return as_json
+    kept = {k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}
+    return {**as_json, "actions": {**as_json["actions"], "state_delta": kept}}
 
 
 def _check_not_stale(row: AgentSession, session: Session) -> None:
@@ -694,12 +731,13 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
         )
         if row is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        if row.id_stored and _is_stored_already(row, event, as_delivered):
+        as_stored = _without_temp(as_delivered)
+        if row.id_stored and _is_stored_already(row, event, as_stored):
             return event
         _check_not_stale(row, session)
 
         _apply_temp_state(session, event)
-        trimmed = _trim_temp_delta(event)
+        _trim_temp_delta(event)
         deltas = storable(
             extract_json_safe_state_delta(event.actions.state_delta or {}), what="a state delta"
         )
@@ -713,9 +751,7 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
             author=event.author or "",
             timestamp=event.timestamp,
             is_compaction=event.actions.compaction is not None,
-            data=storable(event.model_dump(mode="json", exclude_none=True), what="an event")
-            if trimmed
-            else as_delivered,
+            data=as_stored,
         )
         if deltas["session"]:
             row.state = {**row.state, **deltas["session"]}

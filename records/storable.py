@@ -2,11 +2,16 @@
 text and JSON. They are replaced by U+FFFD (the replacement character), on every
 database alike, so stored data reads back the same everywhere; anything else is kept
 exactly. The replacement is logged, never silent.
+
+JSON has no NaN or infinity: ``storable`` refuses them (ValueError) on both databases,
+which would otherwise refuse them each its own way (PostgreSQL's jsonb, SQLite's JSON
+check).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -34,7 +39,8 @@ def storable_text(text: str) -> str:
 
 
 def storable(value: Any, *, what: str = "value") -> Any:
-    """``value`` (JSON data) with unstorable characters replaced in every string."""
+    """``value`` (JSON data) with unstorable characters replaced in every string; a
+    ValueError naming ``what`` if it holds a float JSON cannot (NaN, infinity)."""
     changed = False
 
     def clean(v):
@@ -48,6 +54,8 @@ def storable(value: Any, *, what: str = "value") -> Any:
             return {clean(k): clean(x) for k, x in v.items()}
         if isinstance(v, list):
             return [clean(x) for x in v]
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"{what} holds {v!r}: JSON has no NaN or infinity")
         return v
 
     out = clean(value)

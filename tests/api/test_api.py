@@ -313,6 +313,41 @@ def test_a_retried_append_is_stored_once_and_catches_the_revision_up(api):
     assert SessionEvent.objects.count() == 2
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        # temp: keys are never stored: the re-delivery still matches the stored event
+        {"actions": {"stateDelta": {"temp:x": 1, "k": 2}}},
+        # PostgreSQL's jsonb gives 1e+23 back as an integer: still the same number
+        {"customMetadata": {"score": 1e23, "small": 1e-7, "big": 10**23}},
+    ],
+)
+def test_a_retried_append_matches_the_stored_event_by_its_stored_form(api, fields):
+    session = new_session(api)
+    ev = event("hello", id="ev-1", timestamp=1_700_000_000.5, **fields)
+    assert append(api, session, ev).json()["stored"] is True
+    retry = append(api, session, ev)  # the answer was lost
+    assert retry.status_code == 200, retry.content
+    assert retry.json()["stored"] is False
+    assert SessionEvent.objects.count() == 1
+    # a different number is a different event: not taken for a re-delivery
+    if "customMetadata" in fields:
+        other = {**ev, "customMetadata": {**fields["customMetadata"], "big": 10**23 + 1}}
+        assert_error(append(api, session, other), 409, "stale_session")
+
+
+def test_unstorable_characters_in_event_columns_are_replaced_alike_on_both_databases(api):
+    session = new_session(api)
+    ev = event("hi", id="e\x001", author="x\x00y", invocationId="inv\x00")
+    response = append(api, session, ev)
+    assert response.status_code == 200, response.content
+    row = SessionEvent.objects.get()
+    assert (row.event_id, row.author, row.invocation_id) == ("e\ufffd1", "x\ufffdy", "inv\ufffd")
+    assert (row.data["id"], row.data["author"]) == ("e\ufffd1", "x\ufffdy")
+    got = api.get("sessions/s1").json()["events"][0]
+    assert (got["id"], got["author"]) == ("e\ufffd1", "x\ufffdy")
+
+
 def test_a_session_object_without_a_revision_is_judged_by_its_last_event(api):
     session = new_session(api)
     stored = append(api, session, event("one", id="e1")).json()
@@ -456,6 +491,21 @@ def test_bad_memory_metadata_is_422_and_writes_nothing(api):
     unknown = api.post("memory/entries", {"memories": [{**entry, "mood": "good"}]})
     assert_error(unknown, 422, "invalid_request", "body.memories.0.mood")
     assert not MemoryRecord.objects.exists()
+
+
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
+def test_an_entry_stamped_past_what_utc_can_hold_is_stored_undated(api, stamp):
+    """Year 1 at +05:00 is before year 1 in UTC: no database holds it; it was a 500 on
+    SQLite and, on PostgreSQL, a stored stamp that failed every later search."""
+    entry = {"content": {"role": "user", "parts": [{"text": "My favourite colour is teal"}]}}
+    response = api.post("memory/entries", {"memories": [{**entry, "timestamp": stamp}]})
+    assert response.status_code == 200, response.content
+    assert MemoryRecord.objects.get().entry_timestamp is None
+    found = api.post("memory/search", {"query": "favourite colour"})
+    assert found.status_code == 200, found.content
+    assert [m["content"]["parts"][0]["text"] for m in found.json()["memories"]] == [
+        "My favourite colour is teal"
+    ]
 
 
 def test_search_ranks_as_in_process_and_touches_the_hits(api):

@@ -341,3 +341,32 @@ def test_delete_memory_without_an_id_deletes_nothing_and_delete_all_memories_doe
     assert held() == 1
     asyncio.run(memory.delete_all_memories(app_name=APP, user_id=USER))
     assert held() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_custom_metadata_is_sent_as_the_in_process_services_store_it(remote_client):
+    """Datetimes and other values pydantic dumps work remotely as in process; what JSON
+    cannot hold is a ValueError before anything is sent."""
+    from datetime import UTC, datetime
+
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.genai import types
+    from pydantic_core import to_jsonable_python
+
+    at = datetime(2025, 1, 1, 9, 30, tzinfo=UTC)
+    artifacts = RemoteArtifactService(client=remote_client)
+    saved = dict(app_name=APP, user_id=USER, filename="user:f", artifact=types.Part(text="x"))
+    asyncio.run(artifacts.save_artifact(**saved, custom_metadata={"at": at, "n": [1]}))
+    got = asyncio.run(artifacts.get_artifact_version(app_name=APP, user_id=USER, filename="user:f"))
+    assert got.custom_metadata == {"at": to_jsonable_python(at), "n": [1]}
+    with pytest.raises(ValueError, match="JSON-serialisable"):
+        asyncio.run(artifacts.save_artifact(**saved, custom_metadata={"x": object()}))
+
+    memory = RemoteMemoryService(client=remote_client)
+    entry = MemoryEntry(content=types.Content(role="user", parts=[types.Part(text="I moved")]))
+    asyncio.run(
+        memory.add_memory(
+            app_name=APP, user_id=USER, memories=[entry], custom_metadata={"at": at, "pinned": True}
+        )
+    )
+    assert MemoryRecord.objects.get(app_name=APP, user_id=USER).pinned

@@ -6,6 +6,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.input_validation_error import InputValidationError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions, EventCompaction
 from google.genai import types
@@ -320,6 +321,32 @@ def test_a_session_created_at_an_impossible_time_is_refused(now):
     with pytest.raises(TimestampError, match="now "):
         sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1", now=now)
     assert nothing_stored()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_state_json_cannot_hold_is_a_value_error_on_both_databases(bad):
+    """Not a database error (PostgreSQL), nor "the id is taken" (SQLite's JSON check)."""
+    with pytest.raises(ValueError, match="JSON has no NaN or infinity"):
+        sessions.create_session(
+            app_name=APP, user_id=ALICE, session_id="fresh", state={"x": {"y": [bad]}}
+        )
+    assert nothing_stored()
+    session = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1", now=T)
+    for delta in ({"x": bad}, {"user:x": bad}, {"app:x": bad}):
+        with pytest.raises(ValueError, match="JSON has no NaN or infinity"):
+            sessions.append_event(session, event(delta=delta, ts=T), now=T)
+    assert not SessionEvent.objects.exists()
+    with pytest.raises(InputValidationError, match="JSON"):
+        artifacts.save_artifact(
+            app_name=APP,
+            user_id=ALICE,
+            session_id="s1",
+            filename="f",
+            artifact=types.Part(text="x"),
+            custom_metadata={"x": bad},
+        )
+    assert not Artifact.objects.exists()
 
 
 @pytest.mark.django_db
