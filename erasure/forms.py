@@ -12,12 +12,14 @@ class ErasureForm(forms.Form):
         widget=forms.RadioSelect,
         initial="app",
     )
+    # Names and ids are not stripped: erasure must address exactly the app and the id the
+    # agents use (an agent may have named its app "shop " beside another "shop").
     app_name = forms.CharField(
         required=False,
         max_length=APP_NAME_MAX,
+        strip=False,
         widget=forms.TextInput(attrs={"list": "known-apps", "autocomplete": "off"}),
     )
-    # Ids are not stripped: erasure must address exactly the id the agents use.
     user_id = forms.CharField(
         max_length=USER_ID_MAX, strip=False, widget=forms.TextInput(attrs={"autocomplete": "off"})
     )

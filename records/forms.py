@@ -83,10 +83,15 @@ class WhatIfForm(forms.Form):
         if self.errors:
             return data
         try:
+            half_life = timedelta(hours=data["half_life_hours"])
+        except OverflowError:  # the maximum is bounded: only a huge negative gets here
+            self.add_error("half_life_hours", "Half-life must be positive.")
+            return data
+        try:
             self.params = replace(
                 self.policy.params(),
                 ttl=timedelta(days=data["ttl_days"]),
-                half_life=timedelta(hours=data["half_life_hours"]),
+                half_life=half_life,
                 max_records=data["max_records"],
                 max_tokens=data["max_tokens"],
                 w_recency=data["w_recency"],
@@ -253,11 +258,14 @@ class RuleForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["app_name"].strip = False
         if self.instance.pk:  # an existing rule: its own scope, shown as it is
             self.fields["scope"].initial = "app" if self.instance.app_name else "all"
 
     def clean_app_name(self):
-        return (self.cleaned_data.get("app_name") or "").strip()
+        # Exactly as typed (agents name apps exactly, spaces included); blank is none.
+        app = self.cleaned_data.get("app_name") or ""
+        return app if app.strip() else ""
 
     def clean(self):
         scope, app = self.cleaned_data.get("scope"), self.cleaned_data.get("app_name", "")
@@ -286,7 +294,7 @@ class RuleForm(forms.ModelForm):
 class TryRulesForm(forms.Form):
     """A sample text to run through an app's rules; nothing is stored."""
 
-    app = forms.CharField(required=False, max_length=128)
+    app = forms.CharField(required=False, max_length=128, strip=False)  # exactly as named
     text = forms.CharField(
         max_length=4000,
         strip=False,
@@ -300,10 +308,16 @@ class TryRulesForm(forms.Form):
 
 
 class RescoreForm(forms.Form):
-    app = forms.CharField(
-        max_length=128, error_messages={"required": "Choose the app to re-score."}
+    app = forms.CharField(  # exactly as named: "shop " is not "shop"
+        max_length=128, strip=False, error_messages={"required": "Choose the app to re-score."}
     )
     note = forms.CharField(required=False, max_length=500, label="Why")
+
+    def clean_app(self):
+        app = self.cleaned_data["app"]
+        if not app.strip():
+            raise forms.ValidationError("Choose the app to re-score.")
+        return app
 
 
 class NewPolicyForm(forms.Form):

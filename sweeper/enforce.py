@@ -21,7 +21,7 @@ from records.policies import policy_for
 from records.policy_sql import expired_q, live_q
 
 from .models import ItemKind, Run, WorkItem
-from .sweep import _record_entries, _Rollback, replace_plan_entries
+from .sweep import _record_entries, _Rollback, replace_plan_entries, stored_importance
 
 
 def default_batch_size() -> int:
@@ -110,11 +110,7 @@ def enforced_totals(item: WorkItem, done: bool) -> dict:
 def preview_users(item: WorkItem, as_of: datetime) -> str:
     """Store what enforcing these users at ``as_of`` would evict; change nothing."""
     started_at = timezone.now()  # before anything of the users is read
-    existing = set(
-        MemoryRecord.objects.filter(app_name=item.app_name, user_id__in=item.users).values_list(
-            "id", flat=True
-        )
-    )
+    existing = stored_importance(item.app_name, item.users)
     try:
         with transaction.atomic(), store.simulation():
             victims = store.enforce_many(item.app_name, item.users, as_of)

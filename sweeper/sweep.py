@@ -164,9 +164,7 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
         for sid in idle_session_ids(app_name, user_id, as_of)
     ]
     sessions = [s for s in sessions if s is not None]
-    existing_ids = set(
-        MemoryRecord.objects.filter(app_name=app_name, user_id=user_id).values_list("id", flat=True)
-    )
+    existing = stored_importance(app_name, [user_id])
     try:
         with transaction.atomic(), store.simulation():
             victims = []
@@ -190,7 +188,7 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
                 },
             )
         )
-    entries.extend(_record_entries(run_id, app_name, victims, existing_ids))
+    entries.extend(_record_entries(run_id, app_name, victims, existing))
     replace_plan_entries(run_id, app_name, [user_id], entries, started_at=started_at)
     return f"{len(sessions)} session(s), {len(victims)} record(s) would go"
 
@@ -222,11 +220,20 @@ def planned_totals(run_id: int, app_name: str, user_ids: list[str]) -> dict:
     )
 
 
-def _record_entries(run_id, app_name, victims, existing_ids: set[int]) -> list[PlanEntry]:
-    """Report lines for victims; ``existing_ids`` are the records before the simulation."""
+def stored_importance(app_name: str, user_ids: list[str]) -> dict[int, float]:
+    """The users' records (id -> stored importance) before a simulation: which victims
+    exist, and what ``plans`` compares on apply to see a record re-scored since."""
+    rows = MemoryRecord.objects.filter(app_name=app_name, user_id__in=user_ids)
+    return dict(rows.values_list("id", "importance"))
+
+
+def _record_entries(run_id, app_name, victims, existing: dict[int, float]) -> list[PlanEntry]:
+    """Report lines for victims; ``existing`` is ``stored_importance`` before the
+    simulation. The snapshot keeps the stored importance, not the score's term: that one
+    decays once a commitment is past due, so it never equals the stored column."""
     out = []
     for v in victims:
-        new = v.id not in existing_ids
+        new = v.id not in existing
         out.append(
             PlanEntry(
                 run_id=run_id,
@@ -243,7 +250,7 @@ def _record_entries(run_id, app_name, victims, existing_ids: set[int]) -> list[P
                 importance=v.score.importance,
                 score=v.score.total,
                 tokens=v.tokens,
-                snapshot={"importance": v.score.importance, "new": new},
+                snapshot={"importance": existing.get(v.id), "new": new},
             )
         )
     return out

@@ -27,7 +27,7 @@ def _selected_app(request, apps: list[str]) -> str:
     """The app whose effective rules are shown; "" is any app without rules of its own."""
     for params in (request.GET, request.POST):
         if "app" in params:
-            return params["app"].replace("\x00", "").strip()[:128]  # no app holds NUL
+            return params["app"].replace("\x00", "")[:128]  # exactly as named; no app holds NUL
     return apps[0] if apps else ""
 
 
@@ -126,7 +126,7 @@ def rule_try(request):
     form = TryRulesForm(request.POST)
     decision = None
     if form.is_valid():
-        decision = decide_sample(form.cleaned_data["app"].strip(), form.cleaned_data["text"])
+        decision = decide_sample(form.cleaned_data["app"], form.cleaned_data["text"])
     status = 200 if form.is_valid() else 422
     if request.htmx:
         context = {
@@ -147,7 +147,7 @@ def rule_rescore(request):
         for problem in [e for errors in form.errors.values() for e in errors]:
             messages.error(request, problem)
         return redirect(reverse("records:rules"))
-    app = form.cleaned_data["app"].strip()
+    app = form.cleaned_data["app"]
     scope = rescore_scope(app)
     if not scope.records:
         messages.error(request, f"App {app} has no records to re-score.")

@@ -127,6 +127,18 @@ def test_an_app_memadmin_has_never_seen_is_refused_with_the_known_ones(login):
     assert not ErasureRequest.objects.exists()
 
 
+def test_the_app_is_addressed_exactly_as_named(login):
+    """An agent may name its app "pharmacy " beside "pharmacy": erasing the one must not
+    erase in the other (the name was stripped, so it did)."""
+    policy_for("pharmacy ")
+    client = login("compliance")
+    assert client.post("/erasure/new/", {**FORM, "app_name": "pharmacy "}).status_code == 302
+    assert ErasureRequest.objects.get().app_name == "pharmacy "
+    blank = client.post("/erasure/new/", {**FORM, "app_name": "   "})
+    assert "Name the app, or choose all apps." in blank.content.decode()
+    assert ErasureRequest.objects.count() == 1
+
+
 def test_a_reason_naming_the_user_is_refused(login):
     client = login("compliance")
     response = client.post("/erasure/new/", {**FORM, "reason": f"user {USER} asked"})

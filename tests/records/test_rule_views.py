@@ -412,6 +412,27 @@ def test_rescore_of_an_app_without_records_says_so(login):
     assert not AuditEntry.objects.exists()
 
 
+def test_rules_and_rescore_address_the_app_exactly_as_named(
+    login, django_capture_on_commit_callbacks
+):
+    """An agent may name its app "pharmacy " beside "pharmacy": a rule or a re-score of
+    the one is not the other's (the names were stripped, so they were)."""
+    spaced = APP + " "
+    make_record(spaced, "u1", content="a note")
+    make_record(APP, "u2", content="another note")
+    client = login("ops")
+    assert client.post(NEW, rule_data(app_name=spaced)).status_code == 302
+    assert ImportanceRule.objects.get().app_name == spaced
+    review = client.post(RESCORE, {"app": spaced, "step": "review"})
+    assert "<strong>1</strong> existing record of pharmacy ?" in review.content.decode()
+    with django_capture_on_commit_callbacks(execute=False):
+        client.post(RESCORE, {"app": spaced, "step": "confirm", "note": "n"})
+    assert AuditEntry.objects.get(action="records.rescore").app_name == spaced
+    blank = client.post(RESCORE, {"app": "  ", "step": "confirm"}, follow=True)
+    assert "Choose the app to re-score." in blank.content.decode()
+    assert AuditEntry.objects.filter(action="records.rescore").count() == 1
+
+
 def test_the_rescore_task_applies_the_current_rules(scored_records):
     late, staff_set, pinned = scored_records
     ImportanceRule.objects.filter(name="courier").update(importance=0.35)

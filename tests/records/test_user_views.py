@@ -243,6 +243,8 @@ def test_what_if_preview_changes_with_the_values_and_changes_nothing(login, reco
         ({"w_recency": 0.9}, "Weights must sum to 1 (they sum to 1.5000)."),
         ({"max_records": 0}, "Max records per user must be at least 1."),
         ({"half_life_hours": 0}, "Half-life must be positive."),
+        ({"half_life_hours": "-1e11"}, "Half-life must be positive."),  # no timedelta holds it
+        ({"half_life_hours": "-1e300"}, "Half-life must be positive."),
         ({"ttl_days": "soon"}, "TTL (days) must be a number."),
         ({"ttl_days": 1000000000000}, "TTL must be at most 36500 days (a century)."),
         ({"half_life_hours": "1e300"}, "Half-life must be at most 876000 hours (a century)."),

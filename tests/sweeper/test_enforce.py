@@ -45,6 +45,27 @@ def test_the_pass_fans_out_batches_and_expires_records_of_users_who_stopped_writ
     assert set(EvictionEvent.objects.values_list("run_id", flat=True)) == {run.id}
 
 
+def test_a_plan_evicting_a_past_due_commitment_applies_unless_re_scored():
+    """The plan keeps the stored importance: a past-due record's score term decays, so
+    comparing that with the column refused every such victim as "re-scored"."""
+    now = timezone.now()
+    update_policy("a", {"max_records": 2})
+    make_records("a", "u", 2, now, importance=0.9)
+    make_records("a", "u", 2, now, importance=0.6, content="order {i} arrives")
+    delivered = list(MemoryRecord.objects.filter(content__startswith="order"))
+    MemoryRecord.objects.filter(content__startswith="order").update(due_at=now - timedelta(days=30))
+    plan = run_inline(runs.create_run(RunKind.ENFORCE, dry_run=True, enqueue=False))
+    entries = list(plan.entries.order_by("record_id"))
+    assert [e.record_id for e in entries] == sorted(r.id for r in delivered)
+    assert all(e.importance < 0.6 == e.snapshot["importance"] for e in entries)  # decayed
+    # one of them re-scored after the preview: that one is refused, the other applied
+    MemoryRecord.objects.filter(pk=entries[0].record_id).update(importance=0.7)
+    applied = run_inline(runs.create_run(RunKind.APPLY, plan=plan, enqueue=False))
+    assert applied.stats == {"applied": 1, "refused": 1}
+    assert set(MemoryRecord.objects.values_list("id", flat=True)) >= {entries[0].record_id}
+    assert not MemoryRecord.objects.filter(pk=entries[1].record_id).exists()
+
+
 def test_an_enforcement_dry_run_changes_nothing_and_can_be_applied():
     now = timezone.now()
     update_policy("a", {"max_records": 2})
