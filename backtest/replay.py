@@ -190,9 +190,11 @@ def prepare(
             continue
         if r.created_at < start:
             touched = touches.get(r.id, ())
-            later = sum(1 for at in touched if start < at <= r.known_at)
-            before = max((at for at in touched if at <= start), default=None)
-            fixed = r.last_accessed_at <= start or not later
+            # Searches at ``start`` are replayed (``start <= s.at``): their touches are
+            # after the state at the start, not in it.
+            later = sum(1 for at in touched if start <= at <= r.known_at)
+            before = max((at for at in touched if at < start), default=None)
+            fixed = r.last_accessed_at < start or not later
             state = (
                 _record(r, r.last_accessed_at, max(0, r.hits - later), r.importance)
                 if fixed
@@ -420,13 +422,13 @@ def _state_at(
 ) -> pure.Record:
     """A record written before ``moment`` as it stood then: the touches logged between
     then and ``known_at`` taken back off its hits and last access."""
-    later = sum(1 for at in touched if moment < at <= r.known_at)
-    if r.last_accessed_at <= moment or not later:
+    later = sum(1 for at in touched if moment <= at <= r.known_at)
+    if r.last_accessed_at < moment or not later:
         # No logged touch since explains a later access (written outside the services):
         # the record is replayed as it stands.
         last = r.last_accessed_at
     else:
-        before = [at for at in touched if at <= moment]
+        before = [at for at in touched if at < moment]
         last = max([pure.fresh_last_accessed(r.created_at, schedule.at(r.created_at)), *before])
     return pure.Record(
         id=r.id,

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memadmin.htmx import render_page
 from memadmin.roles import OPS, check_role, has_role, viewer_required
+from records.policies import policy_for
 from records.selectors.apps import is_known_app
 
 from . import charts, runs, service, tasks, tune
@@ -80,11 +81,34 @@ def tune_start(request, app):
 def tune_run(request, pk):
     tuning = get_object_or_404(TuneRun, pk=pk)
     result = tuning.result or {}
+    can_apply = has_role(request.user, OPS)
+    if can_apply and result.get("best"):
+        best = result["best"]
+        applied = _apply_values(tuning.app_name, best)
+        result = {**result, "best": [{**c, "apply": a} for c, a in zip(best, applied, strict=True)]}
     context = {
         "run": tuning,
         "result": result,
         # A result stored before the rounds were kept names its one sample only.
         "rounds": tune.rounds_text(result.get("samples") or []),
-        "can_apply": has_role(request.user, OPS),
+        "can_apply": can_apply,
     }
     return render_page(request, TUNE_TEMPLATE, "tune-main", context)
+
+
+WEIGHTS = ("w_recency", "w_frequency", "w_importance")
+
+
+def _apply_values(app_name: str, best: list[dict]) -> list[dict]:
+    """Per candidate, what its Apply form sends: the current policy with the tuned
+    values on top (the three weights together, so they still sum to 1). Not the policy
+    as it was when the tuning ran: a cap or TTL changed since is kept, not reverted."""
+    current = policy_for(app_name).snapshot()
+    out = []
+    for candidate in best:
+        tuned = {name for name, _old, _new in candidate.get("changes") or []}
+        if tuned & set(WEIGHTS):
+            tuned |= set(WEIGHTS)
+        values = candidate.get("values") or {}
+        out.append({**current, **{f: values[f] for f in tuned if f in values}})
+    return out

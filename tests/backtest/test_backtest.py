@@ -1,7 +1,7 @@
 """manage.py backtest: replays what happened; the policy that ran reproduces it exactly."""
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from io import StringIO
 
 import pytest
@@ -136,6 +136,18 @@ def test_a_window_reaching_before_the_history_kept_is_refused(settings):
         backtest("--days", "5", end=end)
     with pytest.raises(CommandError, match="before year 1"):
         backtest("--days", "5", end=datetime(1, 1, 2, tzinfo=UTC))
+
+
+def test_until_is_read_in_utc_whatever_its_offset():
+    end = make_history(users=("u1",))
+    assert end.tzinfo is not None
+    as_utc = backtest("--days", "3", end=end)
+    elsewhere = backtest("--days", "3", end=end.astimezone(timezone(timedelta(hours=5))))
+    assert elsewhere == as_utc  # the same window, its times printed in UTC
+    with pytest.raises(CommandError, match="not a date UTC can hold"):
+        call_command(
+            "backtest", "--app", APP, "--days", "3", "--until", "9999-12-31T23:00:00-05:00"
+        )
 
 
 def test_an_unwritable_report_path_is_refused_before_the_replay(tmp_path):

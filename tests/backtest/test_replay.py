@@ -255,3 +255,17 @@ def test_the_setting_that_wrote_an_importance_replays_it_as_stored():
     assert _state_at(unmatched, T0, (), Schedule.fixed(off)).importance == 0.2
     without_score = replace(unmatched, information=None)  # kept before the score was
     assert _state_at(without_score, T0, (), SCHEDULE).importance == 0.2
+
+
+def test_a_search_at_the_windows_first_moment_is_replayed_not_also_in_the_start_state():
+    """The window replays searches from ``start`` on, so the state at the start holds
+    only the touches before it: one logged hit is one hit, not two."""
+    start = T0 + timedelta(days=1)
+    r = written(1, T0, last=start, hits=1)
+    prep = prepare([r], [Search(start, (1,), frozenset())], start, END)
+    state = _initial_state(prep.initial[0], SCHEDULE)
+    replayed = sum(len(s.record_ids) for step in prep.steps for s, _, _ in step[5])
+    assert (state.hits, replayed) == (0, 1)
+    assert state.last_accessed_at == pure.fresh_last_accessed(T0, PARAMS)
+    # the same for a record the replay writes as it stands at that moment
+    assert _state_at(r, start, [start], SCHEDULE).hits == 0

@@ -1,6 +1,7 @@
 """The Policies page's tuning: ops start it, a worker runs it, the page shows the best
 three; applying one is the normal policy change (preview, new version, audit entry)."""
 
+import re
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -121,23 +122,34 @@ def test_the_page_says_how_the_candidates_were_narrowed_old_runs_included(login,
     assert "on a sample of 300 users, the best of them on every user." in page
 
 
-def test_apply_goes_through_the_policy_change_preview_then_a_version_and_an_audit(
-    login, monkeypatch
-):
+def _tuned(login, monkeypatch):
+    """An ops client, a finished tuning of two users, and its first candidate with
+    changes."""
     make_history(users=("u1", "u2"))
     client = login("ops")
     _start(client, monkeypatch)
     run = TuneRun.objects.get()
     tasks.run_tune(run.pk)
     run.refresh_from_db()
-    chosen = next(c for c in run.result["best"] if c["changes"])
+    return client, run, next(c for c in run.result["best"] if c["changes"])
+
+
+def test_apply_goes_through_the_policy_change_preview_then_a_version_and_an_audit(
+    login, monkeypatch
+):
+    client, run, chosen = _tuned(login, monkeypatch)
     page = client.get(f"/tunings/{run.pk}/").content.decode()
     assert f'action="/policies/{APP}/"' in page and 'name="step" value="review"' in page
 
-    # What the apply form posts: every value of the candidate, a reason, the review step.
+    # What the apply form posts: the candidate's values, a reason, the review step.
     versions = PolicyVersion.objects.filter(app_name=APP).count()
-    data = {k: str(v) for k, v in chosen["values"].items()}
-    data.update(preset="", note=f"Tuning #{run.pk}, candidate 1", step="review")
+    data = _apply_form(page)
+    assert data == {
+        **{k: str(v) for k, v in chosen["values"].items()},
+        "preset": "",
+        "step": "review",
+        "note": f"Tuning #{run.pk}, candidate {run.result['best'].index(chosen) + 1}",
+    }
     review = client.post(f"/policies/{APP}/", data)
     text = review.content.decode()
     assert review.status_code == 200 and "Review the change" in text and "across" in text
@@ -152,6 +164,28 @@ def test_apply_goes_through_the_policy_change_preview_then_a_version_and_an_audi
     for name, _old, new in chosen["changes"]:
         assert getattr(saved, name) == new
     assert AuditEntry.objects.filter(action__contains="policy").exists()
+
+
+def _apply_form(page: str) -> dict[str, str]:
+    """The fields of the page's first Apply form (the first candidate with changes)."""
+    form = page[page.index(f'<form method="post" action="/policies/{APP}/">') :]
+    form = form[: form.index("</form>")]
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form))
+    fields.pop("csrfmiddlewaretoken", None)
+    fields["note"] = re.search(r'name="note"[^>]* value="([^"]*)"', form).group(1)
+    return fields
+
+
+def test_apply_puts_the_tuned_values_on_the_policy_as_it_is_now(login, monkeypatch):
+    """A cap changed after the tuning is kept: the form does not send the old one back."""
+    client, run, chosen = _tuned(login, monkeypatch)
+    tuned = {name for name, _old, _new in chosen["changes"]}
+    assert "max_records" not in tuned and "ttl_days" not in tuned
+    Policy.objects.filter(app_name=APP).update(max_records=800, ttl_days=30)
+    data = _apply_form(client.get(f"/tunings/{run.pk}/").content.decode())
+    assert (data["max_records"], data["ttl_days"]) == ("800", "30")
+    for name in tuned:
+        assert data[name] == str(chosen["values"][name])
 
 
 def test_support_cannot_tune_and_posts_need_csrf(login, make_user):

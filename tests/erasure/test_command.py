@@ -94,3 +94,20 @@ def test_erase_refuses_an_app_memadmin_has_never_seen_instead_of_a_receipt(tmp_p
     assert not ErasureRequest.objects.exists() and not path.exists()
     assert not Policy.objects.filter(app_name="no-such-app").exists()
     assert MemoryRecord.objects.filter(app_name="pharmacy", user_id=USER).exists()
+
+
+def test_erase_refuses_a_receipt_path_it_could_not_write_before_erasing(tmp_path):
+    """The erasure cannot be undone: a bad --receipt is refused first, not a traceback
+    after the user's data is gone."""
+    populate("pharmacy", USER, "mk3r8d")
+    (tmp_path / "a-file").write_text("")
+    args = f"--app pharmacy --user {USER} --ticket DSR-6 --reason Art.17 --wait --no-input"
+    for path, message in [
+        (tmp_path / "a-file" / "r.json", "does not exist"),
+        (tmp_path / "missing" / "r.json", "does not exist"),
+        (tmp_path, "is a folder"),
+    ]:
+        with pytest.raises(CommandError, match=f"--receipt .*{message}"):
+            erase_cmd(*args.split(), "--receipt", str(path))
+    assert not ErasureRequest.objects.exists()
+    assert MemoryRecord.objects.filter(app_name="pharmacy", user_id=USER).exists()

@@ -128,6 +128,16 @@ def test_stdio_refuses_a_missing_wrong_or_revoked_key(settings, api_key):
         assert done.stdout == ""  # stdout is the protocol's
 
 
+@pytest.mark.parametrize(
+    ("port", "message"), [("99999", "not a port: give 1 to 65535"), ("x", "not a port number")]
+)
+def test_an_impossible_port_is_refused_before_serving(port, message):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=message):
+        call_command("mcp", "--transport", "http", "--port", port)
+
+
 def test_http_refuses_a_missing_wrong_or_revoked_key(http_server, connect, api_key):
     revoked = keys.create_key(APP, "old agent", timezone.now())
     keys.revoke_key(revoked.key.prefix, timezone.now())

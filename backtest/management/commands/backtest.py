@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from backtest import service
+from memadmin.command_paths import check_writable
 from records.policy import PRESETS
 
 
@@ -47,7 +47,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, app, days, preset, set, json: str | None, until, workers, **options):  # noqa: A002
         if json:
-            check_writable(json)  # before the replay, not after it
+            check_writable(json, "--json")  # before the replay, not after it
         try:
             now = window_end(until, days)
             values = service.parse_sets(set)
@@ -109,24 +109,17 @@ def window_end(until: str | None, days: int) -> datetime:
     return end
 
 
-def check_writable(path: str) -> None:
-    """Refuse a ``--json`` path the report could not be written to, before replaying."""
-    target = Path(path)
-    folder = target.parent
-    if target.is_dir():
-        raise CommandError(f"--json {path} is a folder; give a file path.")
-    if not folder.is_dir():
-        raise CommandError(f"--json {path}: the folder {folder} does not exist.")
-    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise CommandError(f"--json {path}: not writable here.")
-
-
 def parse_moment(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as exc:
         raise service.BacktestError(f"--until must be an ISO date and time, not {text!r}.") from exc
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if not moment.tzinfo:
+        moment = moment.replace(tzinfo=UTC)
+    try:  # in UTC, as every figure is printed
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise service.BacktestError(f"--until is not a date UTC can hold: {text!r}.") from None
 
 
 def _dumps(data: dict) -> str:

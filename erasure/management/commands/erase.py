@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from erasure import jobs
 from erasure.models import ErasureRequest, ErasureStatus
+from memadmin.command_paths import check_writable
 
 
 class Command(BaseCommand):
@@ -52,6 +53,8 @@ class Command(BaseCommand):
     ):
         if receipt and not wait:
             raise CommandError("--receipt needs --wait (the receipt exists once verified).")
+        if receipt:
+            check_writable(receipt, "--receipt")  # before erasing, which cannot be undone
         again = user
         if not no_input:
             if not sys.stdin.isatty():
@@ -87,7 +90,13 @@ class Command(BaseCommand):
         if status != ErasureStatus.VERIFIED:
             raise CommandError(f"Erasure #{req.pk} {req.status}: {req.failure_reason}")
         if receipt:
-            Path(receipt).write_bytes(jobs.receipt_bytes(req.receipt))
+            try:
+                Path(receipt).write_bytes(jobs.receipt_bytes(req.receipt))
+            except OSError as exc:  # the erasure is done: say so, and where the receipt is
+                raise CommandError(
+                    f"Erasure #{req.pk} is verified, but its receipt could not be written to "
+                    f"{receipt} ({exc.strerror}): download it from /erasure/{req.pk}/."
+                ) from exc
             self.stdout.write(
                 f"Receipt written to {receipt} (SHA-256 {req.receipt_sha256}), signed with "
                 f"Ed25519 key {req.receipt['signature']['key_id']}: "

@@ -1,5 +1,6 @@
 """manage.py mcp [--transport stdio|http] [--host H] [--port P]"""
 
+import argparse
 import os
 
 from django.core.management.base import BaseCommand, CommandError
@@ -8,6 +9,16 @@ from api.errors import ApiError
 from mcp_server import transports
 
 KEY_VARIABLE = "MEMADMIN_API_KEY"
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: give 1 to 65535")
+    return port
 
 
 class Command(BaseCommand):
@@ -20,7 +31,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
         parser.add_argument("--host", default="127.0.0.1", help="HTTP only.")
-        parser.add_argument("--port", type=int, default=8001, help="HTTP only.")
+        parser.add_argument("--port", type=_port, default=8001, help="HTTP only (1-65535).")
 
     def handle(self, *args, transport, host, port, **options):
         if transport == "http":
