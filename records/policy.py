@@ -18,6 +18,7 @@ policy, "default" the one measured best (see the README's "Memory quality").
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -379,7 +380,24 @@ def _parts(
     if seconds_past_due is not None and seconds_past_due > 0 and past_due_half_life_hours > 0:
         importance = importance * 0.5 ** (seconds_past_due / 3600.0 / past_due_half_life_hours)
     total = w_recency * recency + w_frequency * frequency + w_importance * importance
-    return recency, frequency, importance, round(total, SCORE_DECIMALS)
+    return recency, frequency, importance, round_score(total)
+
+
+_NINE_DECIMALS = Decimal(1).scaleb(-SCORE_DECIMALS)
+
+
+def round_score(x: float) -> float:
+    """``x`` to ``SCORE_DECIMALS`` decimals as PostgreSQL's ``round(x::numeric, 9)``
+    gives it (``policy_sql.PG_ROUND_9``): ``x`` to 15 significant digits, then half away
+    from zero. Python's ``round`` rounds the exact binary value half to even, so the two
+    differ only within a hair of a half (``x * 1e9`` within 1e-5 of one): there the
+    decimal rounding is done as PostgreSQL does it; elsewhere ``round`` gives the same
+    number, faster. A 1e-9 difference would decide ties, so victims, differently."""
+    scaled = x * 1e9
+    if abs(scaled - math.floor(scaled) - 0.5) < 1e-5:
+        exact = Decimal(f"{x:.15g}").quantize(_NINE_DECIMALS, rounding=ROUND_HALF_UP)
+        return float(exact)
+    return round(x, SCORE_DECIMALS)
 
 
 def ttl_cutoff(now: datetime, p: PolicyParams) -> datetime:

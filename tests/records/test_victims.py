@@ -195,6 +195,7 @@ def test_token_cap_far_past_the_record_cap_with_zero_token_records_ranked_first(
 def test_float_rounding_equals_numeric_rounding_in_postgresql():
     from django.db import connection
 
+    from records.policy import round_score
     from records.policy_sql import PG_ROUND_9
 
     if connection.vendor != "postgresql":
@@ -218,3 +219,36 @@ def test_float_rounding_equals_numeric_rounding_in_postgresql():
         rows = cursor.fetchall()
     assert len(rows) == len(values)
     assert [(v, fast) for v, fast, _ in rows] == [(v, exact) for v, _, exact in rows]
+    # and the pure policy (SQLite's scores too) rounds as PostgreSQL does, halves included
+    assert [(v, round_score(v)) for v, _, _ in rows] == [(v, exact) for v, _, exact in rows]
+
+
+def test_a_score_at_a_rounding_half_picks_the_same_victim_in_sql_and_in_python():
+    """0.5 + 0.5 × 5e-9 = 0.5000000025: half to even (Python's round) gives 0.500000002,
+    PostgreSQL's numeric rounding 0.500000003, which ties the other record's score and
+    hands the choice to the tie-breakers: another victim."""
+    MemoryRecord.objects.create(
+        app_name="app",
+        user_id="u",
+        content="a",
+        created_at=NOW,
+        last_accessed_at=NOW + timedelta(hours=1),  # touched "after" now: recency 1
+        importance=5e-9,
+    )
+    MemoryRecord.objects.create(
+        app_name="app",
+        user_id="u",
+        content="b",
+        created_at=NOW,
+        last_accessed_at=NOW,
+        importance=6e-9,
+    )
+    params = PolicyParams(
+        max_records=1, supersede=False, w_recency=0.5, w_frequency=0.0, w_importance=0.5
+    )
+    held = MemoryRecord.objects.filter(user_id="u").only(*POLICY_RECORD_FIELDS)
+    python = HybridPolicy(params).victims([r.as_policy_record() for r in held], NOW)
+    assert [v.score.total for v in python] == [0.500000003]
+    for user_ids in (["u"], None):
+        chosen = select_victims("app", user_ids, NOW, params)
+        assert [(v.id, v.score.total) for v in chosen] == [(v.id, v.score.total) for v in python]
