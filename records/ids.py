@@ -27,6 +27,11 @@ def validate_id(
         raise error(f"{name} must not be empty or blank.")
     if "\x00" in value:
         raise error(f"{name} must not contain NUL characters.")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # else a bare codec error deep in a write or a hash
+            raise error(f"{name} must be valid Unicode: it holds a lone surrogate.") from None
     if len(value) > max_length:
         raise error(f"{name} is {len(value)} characters long; at most {max_length} are allowed.")
     return value

@@ -181,12 +181,16 @@ def to_memory_entry(record: MemoryRecord) -> MemoryEntry:
 def delete(app_name: str, user_id: str, memory_id: str | None, now: datetime) -> int:
     record_id = None
     if memory_id is not None:
-        try:
-            record_id = int(memory_id)
-        except (TypeError, ValueError) as exc:
+        # As search writes ids (ASCII digits, no sign, space or leading zero): "٥" or
+        # " 5 " is no id of ours, though int() reads one.
+        text = memory_id
+        if isinstance(memory_id, int) and not isinstance(memory_id, bool):
+            text = str(memory_id)
+        record_id = decimal_id(text) if isinstance(text, str) else None
+        if record_id is None:
             raise ValueError(
                 f"memory_id must be a record id as returned by search, not {memory_id!r}"
-            ) from exc
+            )
     return store.delete_records(app_name, user_id, now, record_id)
 
 

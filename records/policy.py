@@ -18,10 +18,10 @@ policy, "default" the one measured best (see the README's "Memory quality").
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 
 from .timestamps import is_idle_stamp
 

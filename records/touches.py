@@ -37,6 +37,7 @@ from django.db import connection, transaction
 from redis.exceptions import LockError
 
 from . import access_log, feedback
+from .locks import user_lock
 from .models import MemoryRecord
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,8 @@ def record_touches(app_name: str, user_id: str, ids: Iterable[int], now: datetim
         return "none"
     client = redis_client()
     if client is None:
-        apply_touches({i: 1 for i in ids}, dict.fromkeys(ids, now))
+        with user_lock(app_name, user_id):  # as ingest and eviction: see _apply_claimed
+            apply_touches({i: 1 for i in ids}, dict.fromkeys(ids, now))
         return "applied"
     if time.monotonic() < _redis_down_until:
         log.warning("touch buffer unavailable; dropped %d touches for one user", len(ids))
@@ -337,10 +339,20 @@ def _apply_claimed(client, m: str) -> None:
         for k, score in client.zrange(keys["proc_time"], 0, -1, withscores=True)
     }
     history = [e.decode() for e in client.lrange(keys["proc_log"], 0, -1)]
-    with transaction.atomic():  # a failure leaves the claim for the next flush
+    apply_user_touches(app_name, user_id, hits, last, history)  # raises: the claim stays
+    client.delete(keys["proc_hits"], keys["proc_time"], keys["proc_log"])
+
+
+def apply_user_touches(
+    app_name: str, user_id: str, hits: dict[int, int], last: dict[int, datetime], history
+) -> None:
+    """One user's flushed touches and search history, in one transaction under the
+    user's lock, as ingest, eviction and erasure take it: the touched rows are locked in
+    another order than an eviction's, so without it the two could deadlock and
+    PostgreSQL abort either one (the ingest, failing the agent's turn)."""
+    with user_lock(app_name, user_id):
         apply_touches(hits, last)
         access_log.write_buffered_history(app_name, user_id, history)
-    client.delete(keys["proc_hits"], keys["proc_time"], keys["proc_log"])
 
 
 def _flush_counters(client) -> None:

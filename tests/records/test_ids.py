@@ -11,6 +11,7 @@ from records.ids import check_scope, decimal_id, validate_app_name, validate_id
         (7, "app_name must be a string, not int."),
         ("  ", "app_name must not be empty or blank."),
         ("a\x00b", "app_name must not contain NUL characters."),
+        ("caf\xe9\ud800", "app_name must be valid Unicode: it holds a lone surrogate."),
         ("a" * 129, "app_name is 129 characters long; at most 128 are allowed."),
     ],
 )

@@ -131,6 +131,14 @@ def test_delete_memory_one_and_all():
     run(svc.delete_memory(app_name="pharmacy", user_id="u1"))
     run(svc.delete_memory(app_name="pharmacy", user_id="u1", memory_id=""))
     assert MemoryRecord.objects.filter(user_id="u1").count() == 1
+    # Only ids as search writes them: int() reads these as the record's id, search never
+    # returns them, and add_memory does not take them for that record either.
+    kept = MemoryRecord.objects.get(user_id="u1")
+    arabic = "".join(chr(0x0660 + int(d)) for d in str(kept.id))
+    for odd in (arabic, f" {kept.id} ", f"0{kept.id}", f"+{kept.id}", True):
+        with pytest.raises(ValueError, match="memory_id must be a record id"):
+            run(svc.delete_memory(app_name="pharmacy", user_id="u1", memory_id=odd))
+    assert MemoryRecord.objects.filter(user_id="u1").count() == 1
     assert run(svc.delete_all_memories(app_name="pharmacy", user_id="u1")) == 1
     assert MemoryRecord.objects.filter(user_id="u1").count() == 0
     assert MemoryRecord.objects.filter(user_id="u2").count() == 1

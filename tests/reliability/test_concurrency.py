@@ -202,3 +202,68 @@ def test_a_task_that_loses_its_connection_gives_its_claim_back_and_is_retried():
     tasks.run_item(item.id)  # the retry
     run.refresh_from_db()
     assert run.status == RunStatus.DONE and MemoryRecord.objects.count() == 1
+
+
+def test_a_touch_flush_waits_for_the_users_lock_not_for_an_evictions_rows():
+    """The flush locks touched rows in id order, an eviction in its victims' order: were
+    the flush to go for the rows while an eviction holds some, the two could deadlock
+    and PostgreSQL abort either (an ingest, failing the agent's turn). It waits for the
+    user's lock first, as ingest, eviction and erasure do, so the rows are never both
+    half-held."""
+    from records.locks import user_lock
+    from records.policy import Score
+    from records.touches import apply_user_touches
+    from records.victims import SelectedVictim
+
+    from ..conftest import wait_until
+
+    now = timezone.now()
+    make_records(APP, USER, 40, now)
+    ids = sorted(MemoryRecord.objects.values_list("id", flat=True))
+    victims = [
+        SelectedVictim(
+            id=i,
+            user_id=USER,
+            reason="record_cap",
+            tokens=1,
+            score=Score(0, 0, 0, 0),
+            dedupe_key="",
+        )
+        for i in reversed(ids[:20])
+    ]
+    evicted, release, flusher_pid = threading.Event(), threading.Event(), []
+
+    def evict():  # as ingest evicts: under the user's lock, holding the rows it deleted
+        with user_lock(APP, USER):
+            store.evict(APP, victims, now, policy_version=1)
+            evicted.set()
+            assert release.wait(timeout=60)
+            transaction.set_rollback(True)
+
+    def flush():
+        assert evicted.wait(timeout=60)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            flusher_pid.append(cursor.fetchone()[0])
+        apply_user_touches(APP, USER, dict.fromkeys(ids, 1), dict.fromkeys(ids, now), [])
+
+    def waiting_for() -> list[str]:
+        if not flusher_pid:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT locktype FROM pg_locks WHERE pid = %s AND NOT granted", flusher_pid
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    threads = [threading.Thread(target=evict), threading.Thread(target=flush)]
+    for t in threads:
+        t.start()
+    try:
+        assert wait_until(waiting_for, message="the flush to wait") == ["advisory"]
+    finally:
+        release.set()
+        for t in threads:
+            t.join(timeout=60)
+        connections.close_all()
+    assert MemoryRecord.objects.filter(hits=1).count() == len(ids)  # it ran, after
