@@ -98,6 +98,12 @@ class Report:
 _CandidateForm = forms.modelform_factory(Policy, fields=POLICY_FIELDS)
 
 
+# Policy fields no replay changes (``replay``: records removed for reasons no policy
+# decides go when they really went): a candidate setting them would report the same
+# figures under another name.
+NOT_REPLAYED = frozenset({"session_idle_days", "summarise", "summarise_min_cluster"})
+
+
 def candidate_policy(
     app_name: str, *, preset: str | None = None, values: Mapping[str, str] | None = None
 ) -> Policy:
@@ -115,6 +121,13 @@ def candidate_policy(
         raise BacktestError(
             f"Unknown policy field(s): {', '.join(unknown)}; the fields are "
             f"{', '.join(POLICY_FIELDS)}."
+        )
+    unreplayed = sorted(set(values or {}) & NOT_REPLAYED)
+    if unreplayed:
+        raise BacktestError(
+            f"The replay does not model {', '.join(unreplayed)}: summaries are replayed as "
+            "they happened, and a session's idleness evicts nothing. The fields it replays "
+            f"are {', '.join(f for f in POLICY_FIELDS if f not in NOT_REPLAYED)}."
         )
     data.update({name: _switch(name, value) for name, value in (values or {}).items()})
     form = _CandidateForm(data=data, instance=Policy(app_name=app_name))

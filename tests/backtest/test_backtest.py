@@ -100,6 +100,8 @@ def test_the_command_prints_a_table_writes_json_and_never_writes_to_the_database
         (["--set", "colour=blue"], "Unknown policy field(s): colour"),
         (["--set", "max_records"], "--set takes field=value"),
         (["--set", "ttl_days=99999999"], "TTL must be at most 36500 days"),
+        (["--set", "summarise=true"], "The replay does not model summarise"),
+        (["--set", "session_idle_days=3"], "does not model session_idle_days"),
     ],
 )
 def test_an_invalid_candidate_is_refused_with_the_policy_forms_message(args, message):
