@@ -87,6 +87,30 @@ def test_spans_name_memory_users_by_pseudonym_and_keep_no_search_text(traced_spa
     assert pseudonym("cust-trace-77") in text
 
 
+@pytest.mark.worker
+def test_a_database_errors_text_is_withheld_from_spans_as_from_logs(traced_spans):
+    """PostgreSQL's error quotes the failing row (content, user id): the psycopg span
+    records the exception; its message, stack trace and status keep the class only."""
+    from memadmin.log_filters import WITHHELD
+
+    if connection.vendor != "postgresql":
+        pytest.skip("psycopg is traced on PostgreSQL only")
+    failed = [
+        (s, e)
+        for s in traced_spans
+        for e in s["events"]
+        if e["name"] == "exception" and "CheckViolation" in e["attributes"]["exception.type"]
+    ]
+    assert failed, "the probe's failing UPDATE recorded no exception"
+    for span, event in failed:
+        assert event["attributes"]["exception.message"] == WITHHELD
+        assert f"CheckViolation: {WITHHELD}" in event["attributes"]["exception.stacktrace"]
+        assert "File " in event["attributes"]["exception.stacktrace"]  # the frames stay
+        assert span["status"] in ("", f"CheckViolation: {WITHHELD}")
+    text = json.dumps(traced_spans)
+    assert "penicillin" not in text and "cust-trace-77" not in text
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("endpoint", ["", "http://127.0.0.1:4318"])
 def test_tracing_loads_only_when_an_endpoint_is_set(settings, endpoint):

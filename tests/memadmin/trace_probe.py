@@ -1,5 +1,6 @@
 """Run in a subprocess by test_tracing: one dashboard request and the task it queues,
-traced into an in-memory exporter; prints the finished spans as JSON.
+then a database error quoting a stored row, traced into an in-memory exporter; prints
+the finished spans (attributes, events, status) as JSON.
 
 The worker is Celery's in-process test worker (a thread consuming from the real broker):
 a worker in another process could not hand its spans to this process's in-memory exporter.
@@ -48,6 +49,27 @@ def main() -> int:
             time.sleep(0.05)
     # A page whose path and query carry a memory user id and search text.
     assert client.get("/users/pharmacy/cust-trace-77/?q=penicillin").status_code == 200
+    # A database error whose text quotes the row: its content and its user id.
+    from datetime import UTC, datetime
+
+    from django.db import IntegrityError, transaction
+
+    from records.models import MemoryRecord
+    from tests.records.factories import make_records
+
+    [record] = make_records(
+        "pharmacy",
+        "cust-trace-77",
+        1,
+        datetime(2026, 6, 1, tzinfo=UTC),
+        content="I am allergic to penicillin",
+    )
+    try:
+        with transaction.atomic():
+            MemoryRecord.objects.filter(pk=record.pk).update(tokens=-1)
+    except IntegrityError:
+        pass
+    MemoryRecord.objects.filter(pk=record.pk).delete()
     spans = [
         {
             "name": span.name,
@@ -56,6 +78,11 @@ def main() -> int:
             "parent_id": format(span.parent.span_id, "016x") if span.parent else None,
             "attributes": {k: str(v) for k, v in (span.attributes or {}).items()},
             "instrumentation": span.instrumentation_scope.name,
+            "events": [
+                {"name": e.name, "attributes": {k: str(v) for k, v in (e.attributes or {}).items()}}
+                for e in span.events
+            ],
+            "status": span.status.description or "",
         }
         for span in exporter.get_finished_spans()
     ]
