@@ -523,3 +523,25 @@ def test_problems_are_named_by_field_and_ignore_values_of_another_type():
     }
     with pytest.raises(PolicyError, match="session idle threshold must be at least 1 day"):
         PolicyParams(session_idle_days=0)
+
+
+def test_scores_round_as_python_away_from_a_half_and_as_postgresql_at_one():
+    """round_score: round(x, 9) wherever the two roundings agree, and at a half the
+    decimal rounding PostgreSQL's numeric does (15 significant digits, half away from
+    zero); tests/records/test_victims.py checks it against PostgreSQL itself."""
+    import random
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from records.policy import round_score
+
+    rng = random.Random(3)
+    values = [rng.random() for _ in range(20000)] + [k / 1e9 for k in range(0, 20000)]
+    halves = [(k + 0.5) / 1e9 for k in rng.sample(range(10**9), 2000)]
+    values += halves + [math.nextafter(h, 2) for h in halves] + [0.0, 1.0]
+    for x in values:
+        if abs(x * 1e9 % 1.0 - 0.5) < 1e-5:
+            decimal = Decimal(f"{x:.15g}").quantize(Decimal("1e-9"), rounding=ROUND_HALF_UP)
+            assert round_score(x) == float(decimal), x
+        else:
+            assert round_score(x) == round(x, 9), x
+    assert round_score(0.5000000025) == 0.500000003 != round(0.5000000025, 9)
