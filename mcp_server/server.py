@@ -29,7 +29,7 @@ from api.errors import ApiError
 from api.schemas import AddMemoriesIn, CorrectionIn, IngestOut, MemoryEntryIn, SearchIn
 from records import memory_service
 from records.feedback import report_correction
-from records.ids import decimal_id
+from records.ids import record_id
 from records.policies import policy_for
 
 NAME = "memadmin"
@@ -40,18 +40,8 @@ Authorization = Callable[[Context], str | None]
 IDS = ResourceSecurity(exempt_params={"app_name", "user_id"})
 
 
-def _record_id(value: object) -> object:
-    """A record id as search returns it: 5 or "5" (ASCII digits). Not true (pydantic's
-    lax mode reads it as 1) nor 5.0: a confused argument must not delete record 1."""
-    if isinstance(value, str) and (record_id := decimal_id(value)) is not None:
-        return record_id
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ValueError("memory_id is a whole number, or its digits as a string")
-
-
 # A record id as search returns it (the API's MemoryId): "5" or 5.
-MemoryId = Annotated[int, BeforeValidator(_record_id), Field(ge=1, le=2**63 - 1)]
+MemoryId = Annotated[int, BeforeValidator(record_id), Field(ge=1, le=2**63 - 1)]
 
 UserId = Annotated[str, Field(description="The user whose memory this is (your own user id).")]
 

@@ -50,6 +50,20 @@ def decimal_id(text: str) -> int | None:
     return value if value <= BIGINT_MAX and str(value) == text else None
 
 
+def record_id(value: object, name: str = "memory_id") -> int:
+    """A record id as search returns it, from a caller: its digits (``decimal_id``) or
+    the int itself; else a ValueError. Not True (an int to Python, 1 to pydantic's lax
+    mode), nor 5.0, " 5 ", "05" or "٥": a confused argument must not delete a record."""
+    found = None
+    if isinstance(value, str):
+        found = decimal_id(value)
+    elif isinstance(value, int) and not isinstance(value, bool) and value <= BIGINT_MAX:
+        found = value
+    if found is None:
+        raise ValueError(f"{name} must be a record id as returned by search, not {value!r}")
+    return found
+
+
 def validate_app_name(value: object, *, error: type[ValueError] = ValueError) -> str:
     """``validate_id`` of an app name, which also may not hold control characters: the
     touch buffer joins an app and a user with one (``touches.SEP``) and splits at the

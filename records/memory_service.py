@@ -28,7 +28,7 @@ from google.genai import types
 
 from . import later, search, store
 from .extract import memory_key
-from .ids import check_scope, decimal_id
+from .ids import check_scope, decimal_id, record_id
 from .models import MemoryRecord
 
 Clock = Callable[[], datetime]
@@ -179,19 +179,9 @@ def to_memory_entry(record: MemoryRecord) -> MemoryEntry:
 
 
 def delete(app_name: str, user_id: str, memory_id: str | None, now: datetime) -> int:
-    record_id = None
-    if memory_id is not None:
-        # As search writes ids (ASCII digits, no sign, space or leading zero): "٥" or
-        # " 5 " is no id of ours, though int() reads one.
-        text = memory_id
-        if isinstance(memory_id, int) and not isinstance(memory_id, bool):
-            text = str(memory_id)
-        record_id = decimal_id(text) if isinstance(text, str) else None
-        if record_id is None:
-            raise ValueError(
-                f"memory_id must be a record id as returned by search, not {memory_id!r}"
-            )
-    return store.delete_records(app_name, user_id, now, record_id)
+    # As search writes ids: "٥" or " 5 " is no id of ours, though int() reads one.
+    one = None if memory_id is None else record_id(memory_id)
+    return store.delete_records(app_name, user_id, now, one)
 
 
 # --- the ADK service ----------------------------------------------------------------------

@@ -7,8 +7,9 @@ from typing import Annotated
 
 from django.http import HttpResponse
 from ninja import Path
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 
+from records.ids import record_id
 from records.models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
 
 from ..schemas import ErrorOut
@@ -20,8 +21,13 @@ AppName = Annotated[
 ]
 UserId = Annotated[str, Path(min_length=1, max_length=USER_ID_MAX)]
 SessionId = Annotated[str, Path(min_length=1, max_length=SESSION_ID_MAX)]
-# A record id as search returns it (BigAutoField).
-MemoryId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The id search returned.")]
+# A record id as search returns it (BigAutoField), its digits exactly: pydantic alone
+# reads "05", " 5 ", "+5" and "5_0" as numbers, each then naming a record.
+MemoryId = Annotated[
+    int,
+    BeforeValidator(record_id),
+    Path(ge=1, le=2**63 - 1, description="The id search returned."),
+]
 
 # Answers every endpoint may give besides its success (documented for clients and
 # checked by the schema fuzz test).

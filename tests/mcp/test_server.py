@@ -89,7 +89,7 @@ def test_refused_input_is_a_tool_error_and_writes_nothing(connect, api_key, tran
         ("add_memory", {"user_id": USER, "text": "I like tea", "importanse": 1}, "importanse"),
         ("search_memory", {"user_id": USER}, "query"),
         ("delete_memory", {"user_id": USER, "memory_id": 0}, "greater than or equal to 1"),
-        ("delete_memory", {"user_id": USER, "memory_id": "abc"}, "whole number"),
+        ("delete_memory", {"user_id": USER, "memory_id": "abc"}, "a record id as returned"),
         ("report_forgotten", {"user_id": "nul\x00"}, "NUL"),
     ]
 
@@ -311,7 +311,10 @@ def test_delete_memory_takes_no_id_but_a_whole_number(connect, api_key, transpor
 
     results, deleted = run(scenario())
     for value, result in zip(refused, results, strict=True):
-        assert result.is_error and "whole number" in text_of(result), (value, text_of(result))
+        assert result.is_error and "a record id as returned" in text_of(result), (
+            value,
+            text_of(result),
+        )
     assert deleted == {"deleted": 1}
     left = MemoryRecord.objects.filter(app_name=APP).values_list("id", flat=True)
     assert list(left) == [first.id]
