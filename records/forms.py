@@ -11,6 +11,7 @@ from django.core.validators import MaxValueValidator
 
 from .models import APP_NAME_MAX, POLICY_FIELDS, ImportanceRule, Policy, preset_values
 from .policy import LIMITS, PRESET_DESCRIPTIONS, PRESETS, PolicyError, limit_message
+from .selectors.apps import UnknownApp, is_known_app
 from .selectors.sessions import SESSION_STATES
 
 POLICY_LABELS = {
@@ -271,6 +272,10 @@ class RuleForm(forms.ModelForm):
         scope, app = self.cleaned_data.get("scope"), self.cleaned_data.get("app_name", "")
         if scope == "app" and not app and "app_name" not in self.errors:
             self.add_error("app_name", "Name the app this rule is for, or choose every app.")
+        elif scope == "app" and app and not is_known_app(app) and app != self.instance.app_name:
+            # Names are kept exactly: "shop " is not "shop", and a rule for an app no agent
+            # writes to would never apply (create the app's policy first to prepare one).
+            self.add_error("app_name", str(UnknownApp(app)))
         elif scope == "all" and app:
             self.add_error(
                 "app_name",

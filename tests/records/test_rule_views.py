@@ -322,6 +322,7 @@ def test_switching_a_default_off_for_one_app(login):
 def test_a_long_pattern_is_audited_by_length_and_digest(login):
     long_pattern = "|".join(f"word{i}" for i in range(80))
     assert len(long_pattern) > 256
+    policy_for(APP)
     assert login("ops").post(NEW, rule_data(pattern=long_pattern)).status_code == 302
     after = AuditEntry.objects.get().after
     assert after["pattern"].startswith(f"{len(long_pattern)} characters, sha256 ")
@@ -423,6 +424,10 @@ def test_rules_and_rescore_address_the_app_exactly_as_named(
     client = login("ops")
     assert client.post(NEW, rule_data(app_name=spaced)).status_code == 302
     assert ImportanceRule.objects.get().app_name == spaced
+    # an app no agent writes to (a stray space) is refused, not given a rule that never applies
+    unknown = client.post(NEW, rule_data(app_name=APP + "  ", name="other"))
+    assert unknown.status_code == 422 and "No app named" in unknown.content.decode()
+    assert ImportanceRule.objects.count() == 1
     review = client.post(RESCORE, {"app": spaced, "step": "review"})
     assert "<strong>1</strong> existing record of pharmacy ?" in review.content.decode()
     with django_capture_on_commit_callbacks(execute=False):
