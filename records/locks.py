@@ -33,6 +33,18 @@ def acquire_user_lock(app_name: str, user_id: str) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [user_lock_key(app_name, user_id)])
 
 
+def try_user_lock(app_name: str, user_id: str) -> bool:
+    """Take the user's lock in the current transaction if no other transaction holds it;
+    False (at once) if one does. SQLite: True (the transaction is the lock)."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("try_user_lock must be called inside transaction.atomic()")
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [user_lock_key(app_name, user_id)])
+        return bool(cursor.fetchone()[0])
+
+
 @contextmanager
 def user_lock(app_name: str, user_id: str):
     """``with user_lock(app, user):`` a transaction holding that user's lock."""

@@ -37,7 +37,7 @@ from django.db import connection, transaction
 from redis.exceptions import LockError
 
 from . import access_log, feedback
-from .locks import user_lock
+from .locks import try_user_lock, user_lock
 from .models import MemoryRecord
 
 log = logging.getLogger(__name__)
@@ -284,14 +284,20 @@ def flush_touches(max_users: int | None = None) -> int:
                 head = f"{PREFIX}:proc:{kind}:"
                 if key.startswith(head):
                     left.add(key[len(head) :])
+        # A user whose lock is held keeps their claim (and their pending touches: a new
+        # claim would overwrite the one waiting) for the next flush.
+        busy = set()
         for m in left:
             if not _still_ours(lock):
                 return flushed
-            _apply_claimed(client, m)
+            if not _apply_claimed(client, m):
+                busy.add(m)
         for raw in client.sscan_iter(PENDING, count=500):
             if not _still_ours(lock):
                 break
             m = raw.decode()
+            if m in busy:
+                continue
             app_name, user_id = m.split(SEP, 1)
             keys = user_keys(app_name, user_id)
             claim(
@@ -306,10 +312,14 @@ def flush_touches(max_users: int | None = None) -> int:
                 ],
                 args=[m],
             )
-            _apply_claimed(client, m)
+            if not _apply_claimed(client, m):
+                busy.add(m)
+                continue
             flushed += 1
             if max_users is not None and flushed >= max_users:
                 break
+        if busy:
+            log.info("touches of %d busy user(s) wait for the next flush", len(busy))
         return flushed
     finally:
         try:
@@ -330,7 +340,7 @@ def _still_ours(lock) -> bool:
     return True
 
 
-def _apply_claimed(client, m: str) -> None:
+def _apply_claimed(client, m: str) -> bool:
     app_name, user_id = m.split(SEP, 1)
     keys = user_keys(app_name, user_id)
     hits = {int(k): int(v) for k, v in client.hgetall(keys["proc_hits"]).items()}
@@ -339,20 +349,28 @@ def _apply_claimed(client, m: str) -> None:
         for k, score in client.zrange(keys["proc_time"], 0, -1, withscores=True)
     }
     history = [e.decode() for e in client.lrange(keys["proc_log"], 0, -1)]
-    apply_user_touches(app_name, user_id, hits, last, history)  # raises: the claim stays
+    # Raises, or finds the user busy: the claim stays for the next flush.
+    if not apply_user_touches(app_name, user_id, hits, last, history):
+        return False
     client.delete(keys["proc_hits"], keys["proc_time"], keys["proc_log"])
+    return True
 
 
 def apply_user_touches(
     app_name: str, user_id: str, hits: dict[int, int], last: dict[int, datetime], history
-) -> None:
+) -> bool:
     """One user's flushed touches and search history, in one transaction under the
     user's lock, as ingest, eviction and erasure take it: the touched rows are locked in
     another order than an eviction's, so without it the two could deadlock and
-    PostgreSQL abort either one (the ingest, failing the agent's turn)."""
-    with user_lock(app_name, user_id):
+    PostgreSQL abort either one (the ingest, failing the agent's turn). False, having
+    written nothing, when the lock is held (an ingest, a sweep batch): the flush does not
+    wait behind them, and this user's touches wait for the next flush."""
+    with transaction.atomic():
+        if not try_user_lock(app_name, user_id):
+            return False
         apply_touches(hits, last)
         access_log.write_buffered_history(app_name, user_id, history)
+    return True
 
 
 def _flush_counters(client) -> None:

@@ -74,9 +74,10 @@ def test_a_flush_whose_lock_expired_stops_rather_than_apply_twice(buffer, monkey
     apply = touches._apply_claimed
 
     def slow(client, m):
-        apply(client, m)
+        done = apply(client, m)
         applied.append(m)
         client.set(touches.FLUSH_LOCK, "another flush")  # ours expired; another took it
+        return done
 
     monkeypatch.setattr(touches, "_apply_claimed", slow)
     assert touches.flush_touches() == 1 and len(applied) == 1
@@ -86,6 +87,50 @@ def test_a_flush_whose_lock_expired_stops_rather_than_apply_twice(buffer, monkey
     assert touches.flush_touches() == 1
     a.refresh_from_db(), b.refresh_from_db()
     assert (a.hits, b.hits) == (1, 1)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_busy_users_touches_wait_for_the_next_flush_and_none_is_lost(buffer):
+    """While the user's lock is held (an ingest, a sweep batch) the flush skips them: the
+    claim stays, later touches are not claimed over it, and all land once it is free."""
+    import threading
+
+    from django.db import connections
+
+    from records.locks import user_lock
+
+    [a] = make_records("app", "u1", 1, NOW)
+    [b] = make_records("app", "u2", 1, NOW)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with user_lock("app", "u1"):
+                held.set()
+                assert release.wait(timeout=60)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(timeout=60)
+        search.touch("app", "u1", [a.id], NOW + timedelta(hours=1))
+        search.touch("app", "u2", [b.id], NOW + timedelta(hours=1))
+        assert touches.flush_touches() == 1  # u2 only
+        search.touch("app", "u1", [a.id], NOW + timedelta(hours=2))
+        assert touches.flush_touches() == 0  # u1 still busy: its first claim waits
+        a.refresh_from_db(), b.refresh_from_db()
+        assert (a.hits, b.hits) == (0, 1)
+    finally:
+        release.set()
+        holder.join(timeout=60)
+    touches.flush_touches()  # the waiting claim, then the newer touches
+    touches.flush_touches()
+    a.refresh_from_db()
+    assert (a.hits, a.last_accessed_at) == (2, NOW + timedelta(hours=2))
+    assert list(buffer.scan_iter(match=f"{touches.PREFIX}:*")) == []
 
 
 def test_touches_for_deleted_records_are_harmless(buffer):
