@@ -123,10 +123,10 @@ def _store(pairs: Sequence[tuple[int, vectors.array]]) -> int:
     already there is kept. Returns how many were written."""
     if not pairs:
         return 0
-    sql = pgvector.insert_sql(MemoryRecord._meta.db_table)
+    sql, rows = pgvector.insert(MemoryRecord._meta.db_table, pairs)
     with transaction.atomic(), connection.cursor() as cursor:
         before = RecordEmbedding.objects.filter(record_id__in=[i for i, _ in pairs]).count()
-        cursor.executemany(sql, [pgvector.insert_params(i, v) for i, v in pairs])
+        cursor.executemany(sql, rows)
         after = RecordEmbedding.objects.filter(record_id__in=[i for i, _ in pairs]).count()
     return after - before
 

@@ -5,7 +5,7 @@ Where the ``vector`` extension can be created, ``enable`` (migration 0022, or
 ``pgvector`` column of type ``vector`` beside each stored vector (``RecordEmbedding``)
 and fills it. From then on:
 
-- ``records.embeddings`` writes both forms of each vector (``insert_sql``);
+- ``records.embeddings`` writes both forms of each vector (``insert``);
 - ``nearest`` lets PostgreSQL rank the user's vectors (``<#>``, the negative inner
   product: vectors are unit length, so that is cosine) and reads only its best
   candidates (twice the results wanted, at least 20 more), with the few that have no
@@ -110,27 +110,22 @@ def enable(conn=connection) -> bool:
     return True
 
 
-def insert_sql(records_table: str) -> str:
-    """``records.embeddings._store``'s insert, with the ``pgvector`` form when enabled:
-    parameters (dims, bytes, numbers, record id) with, (dims, bytes, record id) without."""
+def insert(records_table: str, pairs: Sequence[tuple[int, vectors.array]]):
+    """``records.embeddings._store``'s insert of (record id, vector) pairs: the statement
+    and its rows, with the ``pgvector`` form when enabled (decided once, for both)."""
     if enabled():
-        return (
+        sql = (
             f"INSERT INTO {TABLE} (record_id, dims, vector, {COLUMN}) "  # noqa: S608 - ours
             f"SELECT id, %s, %s, %s::real[]::vector FROM {records_table} WHERE id = %s "
             "ON CONFLICT (record_id) DO NOTHING"
         )
-    return (
+        return sql, [(len(v), vectors.to_bytes(v), v.tolist(), i) for i, v in pairs]
+    sql = (
         f"INSERT INTO {TABLE} (record_id, dims, vector) "  # noqa: S608 - the models' tables
         f"SELECT id, %s, %s FROM {records_table} WHERE id = %s "
         "ON CONFLICT (record_id) DO NOTHING"
     )
-
-
-def insert_params(record_id: int, vector: vectors.array) -> tuple:
-    data = vectors.to_bytes(vector)
-    if enabled():
-        return (len(vector), data, vector.tolist(), record_id)
-    return (len(vector), data, record_id)
+    return sql, [(len(v), vectors.to_bytes(v), i) for i, v in pairs]
 
 
 def fill_missing(conn=connection, batch: int = FILL_BATCH) -> int:
@@ -199,9 +194,12 @@ def nearest(live_sql: str, live_params: Sequence, query: vectors.array, limit: i
             return [rid for rid, _ in ranked[:limit]]
         # A tie across the cut (or scores closer than the bound): read every vector whose
         # exact score could round to at least the limit-th one's.
+        # CASE: the distance only for vectors of the query's dimension (pgvector refuses
+        # two dimensions), whatever order PostgreSQL gives the conditions.
         cursor.execute(
-            f"SELECT record_id, vector {mine} AND {COLUMN} <#> %s::real[]::vector <= %s",  # noqa: S608
-            [*live_params, dims, numbers, -kth + bound + 1e-9],
+            f"SELECT record_id, vector {mine} AND CASE WHEN dims = %s "  # noqa: S608 - ours
+            f"THEN {COLUMN} <#> %s::real[]::vector <= %s ELSE false END",
+            [*live_params, dims, dims, numbers, -kth + bound + 1e-9],
         )
         stored.update(cursor.fetchall())
     return [rid for rid, _ in vectors.ranked(query, list(stored.items()))[:limit]]

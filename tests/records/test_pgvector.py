@@ -91,13 +91,15 @@ def test_the_ranking_is_the_python_scans_and_postgres_picks_the_candidates(with_
 
 def test_a_tie_across_the_cut_reads_every_vector_that_ties(with_pgvector):
     rng = random.Random(9)
-    ids = _records(150)
+    ids = _records(170)
     same = vectors.unit([1.0] * DIMS)
     others = [_random_unit(rng) for _ in range(30)]
-    # 120 equal vectors (ids in no particular order) and 30 others, none of them as near.
-    tied = rng.sample(ids, 120)
-    rest = [rid for rid in ids if rid not in tied]
-    embeddings._store([(rid, same) for rid in tied] + list(zip(rest, others, strict=True)))
+    # 120 equal vectors (ids in no particular order), 30 others, none of them as near,
+    # and 20 of another model's dimension (pgvector refuses to compare those).
+    tied = rng.sample(ids[:150], 120)
+    rest = [rid for rid in ids[:150] if rid not in tied]
+    longer = [(rid, vectors.unit([1.0] * (DIMS + 1))) for rid in ids[150:]]
+    embeddings._store([(rid, same) for rid in tied] + list(zip(rest, others, strict=True)) + longer)
     query = same
     # The 40 candidates PostgreSQL returns for 20 results cannot prove the top 20 (the
     # ties are ordered by id, which PostgreSQL's order ignores): a second statement
