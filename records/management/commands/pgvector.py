@@ -31,8 +31,9 @@ class Command(BaseCommand):
                 )
             if not pgvector.enable():
                 raise CommandError(
-                    "the vector extension could not be created (see the log): "
-                    "CREATE EXTENSION needs a superuser or the database's owner."
+                    "the vector extension could not be created (see the log): it needs a "
+                    "superuser; have one run CREATE EXTENSION vector in this database, "
+                    "then run this again."
                 )
         pgvector.forget()
         if pgvector.enabled():
