@@ -42,13 +42,20 @@ def json_metadata(metadata: dict[str, Any]) -> Any:
         ) from exc
 
 
+def without_temp_keys(delta: dict[str, Any]) -> dict[str, Any]:
+    """A state delta as it is stored: ``temp:`` keys are never kept (the same dict when
+    it has none). The one place for the rule: the server and this client both use it."""
+    if not any(k.startswith(State.TEMP_PREFIX) for k in delta):
+        return delta
+    return {k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}
+
+
 def without_temp_state(event: Event) -> Event:
     """A copy of ``event`` whose state delta has no ``temp:`` keys (never stored)."""
     delta = event.actions.state_delta if event.actions else None
-    if not delta or not any(k.startswith(State.TEMP_PREFIX) for k in delta):
+    kept = without_temp_keys(delta) if delta else delta
+    if kept is delta:
         return event
     copy = event.model_copy(deep=True)
-    copy.actions.state_delta = {
-        k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)
-    }
+    copy.actions.state_delta = kept
     return copy

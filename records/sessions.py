@@ -44,6 +44,8 @@ from google.adk.sessions.base_session_service import GetSessionConfig, ListSessi
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
+from memadmin_client.wire import without_temp_keys
+
 from . import one_trip
 from .ids import validate_app_name, validate_id
 from .locks import acquire_user_lock, user_lock_key
@@ -544,9 +546,9 @@ def _by_value(value: Any) -> Any:
 def _without_temp(as_json: dict[str, Any]) -> dict[str, Any]:
     """An event's JSON as stored: its delta's ``temp:`` keys are never kept."""
     delta = as_json.get("actions", {}).get("state_delta")
-    if not delta or not any(k.startswith(State.TEMP_PREFIX) for k in delta):
+    kept = without_temp_keys(delta) if delta else delta
+    if kept is delta:
         return as_json
-    kept = {k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}
     return {**as_json, "actions": {**as_json["actions"], "state_delta": kept}}
 
 
@@ -583,17 +585,6 @@ def _apply_temp_state(session: Session, event: Event) -> None:
     for key, value in (event.actions.state_delta or {}).items():
         if key.startswith(State.TEMP_PREFIX):
             session.state[key] = value
-
-
-def _trim_temp_delta(event: Event) -> bool:
-    """Drop ``temp:`` keys from the event's delta; True if there were any."""
-    delta = event.actions.state_delta
-    if not delta or not any(k.startswith(State.TEMP_PREFIX) for k in delta):
-        return False
-    event.actions.state_delta = {
-        k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)
-    }
-    return True
 
 
 def _append_sql() -> str:
@@ -704,7 +695,7 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
     if (
         connection.vendor == "postgresql"
         and session._storage_update_marker is not None
-        and not any(k.startswith(State.TEMP_PREFIX) for k in delta)
+        and without_temp_keys(delta) is delta
     ):
         # The common append (a session object we returned, no temp: keys) in one round
         # trip; anything it does not write goes the ORM's way below, which re-checks all.
@@ -737,7 +728,8 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
         _check_not_stale(row, session)
 
         _apply_temp_state(session, event)
-        _trim_temp_delta(event)
+        if event.actions.state_delta:
+            event.actions.state_delta = without_temp_keys(event.actions.state_delta)
         deltas = storable(
             extract_json_safe_state_delta(event.actions.state_delta or {}), what="a state delta"
         )
