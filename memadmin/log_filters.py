@@ -7,6 +7,7 @@ log refusals (CSRF, admin lookups) and the development server's access log.
 from __future__ import annotations
 
 import logging
+import sys
 from functools import cache
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
@@ -227,6 +228,23 @@ class DatabaseErrorFilter(logging.Filter):
             record.args = tuple(
                 withheld(arg) if isinstance(arg, database) else arg for arg in record.args
             )
-        elif isinstance(record.args, dict) and in_chain and "exc" in record.args:
-            record.args = {**record.args, "exc": withheld(error)}  # celery.app.trace
+        elif isinstance(record.args, dict) and "exc" in record.args:
+            if in_chain:
+                record.args = {**record.args, "exc": withheld(error)}  # celery.app.trace
+            elif (retry := _retried_database_error()) is not None:
+                record.args = {**record.args, "exc": retry}
         return True
+
+
+def _retried_database_error() -> str | None:
+    """Celery's retry line (``celery.app.trace.LOG_RETRY``) has no exc_info: it is
+    logged inside the handler of the ``Retry``, with ``str(Retry)`` (which holds the
+    retried error's repr) in ``exc``. That line, the database error's text withheld."""
+    from celery.exceptions import Retry
+
+    current = sys.exc_info()[1]
+    if not isinstance(current, Retry) or current.exc is None:
+        return None
+    if not any(isinstance(e, _database_errors()) for e in _chain(current.exc)):
+        return None
+    return f"Retry {current.humanize()}: {withheld(current.exc)}"

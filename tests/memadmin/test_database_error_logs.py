@@ -7,12 +7,17 @@ import logging
 from datetime import UTC, datetime
 
 import pytest
+from celery import states
+from celery.app.task import Context
+from celery.app.trace import TraceInfo
+from celery.exceptions import Retry
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from memadmin.log_filters import WITHHELD, DatabaseErrorFilter
 from memadmin.log_format import JsonFormatter
 from records.models import MemoryRecord
+from records.tasks import rescore_app
 
 from ..records.factories import make_records
 
@@ -33,12 +38,14 @@ def database_error() -> IntegrityError:
     raise AssertionError("the database took a negative token count")
 
 
-def rendered(formatter: logging.Formatter, emit) -> str:
+def rendered(
+    formatter: logging.Formatter, emit, logger_name: str = "memadmin.test.database_errors"
+) -> str:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(formatter)
     handler.addFilter(DatabaseErrorFilter())
-    logger = logging.getLogger("memadmin.test.database_errors")
+    logger = logging.getLogger(logger_name)
     logger.addHandler(handler)
     logger.propagate = False
     try:
@@ -99,6 +106,42 @@ def test_a_failed_celery_tasks_line_withholds_its_exc():
 
     out = rendered(logging.Formatter("%(message)s"), emit)
     assert SECRET not in out and "Task records.tasks.x[1] raised: IntegrityError" in out
+
+
+@pytest.mark.parametrize("formatter", [logging.Formatter("%(message)s"), JsonFormatter()])
+def test_celerys_retry_line_withholds_the_retried_error(formatter):
+    """A task that retries on a database error (``self.retry(exc=...)``): Celery's own
+    tracer logs ``Task ...[id] retry: Retry in 1s: <the error's repr>``, without
+    exc_info, from inside the handler of the Retry."""
+    error = database_error()
+    task = rescore_app
+
+    def emit(_logger):
+        try:
+            raise Retry(exc=error, when=1)
+        except Retry as reason:
+            TraceInfo(states.RETRY, reason).handle_retry(
+                task, Context(id="t-1"), store_errors=False
+            )
+
+    out = rendered(formatter, emit, "celery.app.trace")
+    assert SECRET not in out and "penicillin" not in out
+    assert "retry: Retry in 1s: IntegrityError (SQLSTATE 23514" in out and WITHHELD in out
+
+
+def test_a_retry_for_another_reason_is_logged_as_it_is():
+    task = rescore_app
+
+    def emit(_logger):
+        try:
+            raise Retry(exc=RuntimeError("soft time limit"), when=1)
+        except Retry as reason:
+            TraceInfo(states.RETRY, reason).handle_retry(
+                task, Context(id="t-2"), store_errors=False
+            )
+
+    out = rendered(logging.Formatter("%(message)s"), emit, "celery.app.trace")
+    assert "retry: Retry in 1s: RuntimeError('soft time limit')" in out
 
 
 def test_other_errors_are_logged_as_they_are():
