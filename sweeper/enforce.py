@@ -21,7 +21,13 @@ from records.policies import policy_for
 from records.policy_sql import expired_q, live_q
 
 from .models import ItemKind, Run, WorkItem
-from .sweep import _record_entries, _Rollback, replace_plan_entries, stored_importance
+from .sweep import (
+    _record_entries,
+    _Rollback,
+    policy_versions_used,
+    replace_plan_entries,
+    stored_importance,
+)
 
 
 def default_batch_size() -> int:
@@ -114,9 +120,10 @@ def preview_users(item: WorkItem, as_of: datetime) -> str:
     try:
         with transaction.atomic(), store.simulation():
             victims = store.enforce_many(item.app_name, item.users, as_of)
+            versions = policy_versions_used(item.app_name, victims)
             raise _Rollback
     except _Rollback:
         pass
-    entries = _record_entries(item.run_id, item.app_name, victims, existing)
+    entries = _record_entries(item.run_id, item.app_name, victims, existing, versions)
     replace_plan_entries(item.run_id, item.app_name, item.users, entries, started_at=started_at)
     return f"{len(victims)} record(s) would go"

@@ -10,6 +10,7 @@ applied before that date: its TTL victims are not due yet.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime
 
 from django.db.models import Count, Q
@@ -107,7 +108,8 @@ def apply_user(item: WorkItem, now: datetime) -> str:
             .only("id", "pinned", "importance", "dedupe_key", "tokens")
         }
         by_key = {r.dedupe_key: r for r in current.values() if r.dedupe_key}
-        victims, done = [], []
+        victims: dict[int | None, list[SelectedVictim]] = defaultdict(list)
+        done = []
         for entry in record_entries:
             record = (
                 current.get(entry.record_id) if entry.record_id else by_key.get(entry.dedupe_key)
@@ -117,7 +119,10 @@ def apply_user(item: WorkItem, now: datetime) -> str:
                 _refuse(entry, problem)
                 refused += 1
                 continue
-            victims.append(
+            # Logged with the version of the policy that chose it in the preview (a
+            # plan from before versions were kept: the current one).
+            version = entry.snapshot.get("policy_version", policy.version)
+            victims[version].append(
                 SelectedVictim(
                     id=record.id,
                     user_id=item.user_id,
@@ -128,7 +133,8 @@ def apply_user(item: WorkItem, now: datetime) -> str:
                 )
             )
             done.append(entry)
-        store.evict(item.app_name, victims, now, policy_version=policy.version, run_id=run.id)
+        for version, chosen in victims.items():
+            store.evict(item.app_name, chosen, now, policy_version=version, run_id=run.id)
         PlanEntry.objects.filter(id__in=[e.id for e in done]).update(
             apply_status=ApplyStatus.APPLIED, apply_message="evicted"
         )

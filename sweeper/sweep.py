@@ -22,7 +22,7 @@ from records import erasure_guard, store
 from records import sessions as session_store
 from records.locks import user_lock
 from records.memory_service import add_session
-from records.models import AgentSession, MemoryRecord, RetiredSession
+from records.models import AgentSession, EvictionEvent, MemoryRecord, RetiredSession
 from records.policies import policy_for
 from records.policy import idle_cutoff, session_idle
 from records.policy_sql import idle_q
@@ -170,6 +170,7 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
             victims = []
             for session in sessions:
                 victims.extend(add_session(session, as_of).evicted)
+            versions = policy_versions_used(app_name, victims)
             raise _Rollback
     except _Rollback:
         pass
@@ -188,7 +189,7 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
                 },
             )
         )
-    entries.extend(_record_entries(run_id, app_name, victims, existing))
+    entries.extend(_record_entries(run_id, app_name, victims, existing, versions))
     replace_plan_entries(run_id, app_name, [user_id], entries, started_at=started_at)
     return f"{len(sessions)} session(s), {len(victims)} record(s) would go"
 
@@ -227,10 +228,26 @@ def stored_importance(app_name: str, user_ids: list[str]) -> dict[int, float]:
     return dict(rows.values_list("id", "importance"))
 
 
-def _record_entries(run_id, app_name, victims, existing: dict[int, float]) -> list[PlanEntry]:
+def policy_versions_used(app_name: str, victims) -> dict[int, int | None]:
+    """Inside a simulation, before its rollback: the policy version each victim's
+    eviction was logged with (the policy that chose it), for ``plans`` to log the same
+    when the plan is applied, whatever the policy is by then."""
+    if not victims:
+        return {}
+    return dict(
+        EvictionEvent.objects.filter(
+            app_name=app_name, record_id__in=[v.id for v in victims]
+        ).values_list("record_id", "policy_version")
+    )
+
+
+def _record_entries(
+    run_id, app_name, victims, existing: dict[int, float], versions: dict[int, int | None]
+) -> list[PlanEntry]:
     """Report lines for victims; ``existing`` is ``stored_importance`` before the
-    simulation. The snapshot keeps the stored importance, not the score's term: that one
-    decays once a commitment is past due, so it never equals the stored column."""
+    simulation, ``versions`` ``policy_versions_used`` in it. The snapshot keeps the
+    stored importance, not the score's term: that one decays once a commitment is past
+    due, so it never equals the stored column."""
     out = []
     for v in victims:
         new = v.id not in existing
@@ -250,7 +267,11 @@ def _record_entries(run_id, app_name, victims, existing: dict[int, float]) -> li
                 importance=v.score.importance,
                 score=v.score.total,
                 tokens=v.tokens,
-                snapshot={"importance": existing.get(v.id), "new": new},
+                snapshot={
+                    "importance": existing.get(v.id),
+                    "new": new,
+                    "policy_version": versions.get(v.id),
+                },
             )
         )
     return out

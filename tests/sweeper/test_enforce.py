@@ -66,6 +66,23 @@ def test_a_plan_evicting_a_past_due_commitment_applies_unless_re_scored():
     assert not MemoryRecord.objects.filter(pk=entries[1].record_id).exists()
 
 
+def test_an_applied_plan_logs_the_policy_version_that_chose_its_victims():
+    """The policy changed between the preview and the apply: the evictions are the
+    plan's, chosen by the version the preview ran, and their events say so (the
+    backtest and the audit read that version)."""
+    now = timezone.now()
+    chose = update_policy("a", {"max_records": 2}).version
+    make_records("a", "u", 4, now)
+    plan = run_inline(runs.create_run(RunKind.ENFORCE, dry_run=True, enqueue=False))
+    assert {e.snapshot["policy_version"] for e in plan.entries.all()} == {chose}
+    later = update_policy("a", {"max_records": 3}).version
+    assert later != chose
+    run_inline(runs.create_run(RunKind.APPLY, plan=plan, enqueue=False))
+    events = EvictionEvent.objects.filter(app_name="a")
+    assert events.count() == 2
+    assert set(events.values_list("policy_version", flat=True)) == {chose}
+
+
 def test_an_enforcement_dry_run_changes_nothing_and_can_be_applied():
     now = timezone.now()
     update_policy("a", {"max_records": 2})
