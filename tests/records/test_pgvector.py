@@ -89,7 +89,20 @@ def test_the_ranking_is_the_python_scans_and_postgres_picks_the_candidates(with_
     assert statements.count(1) >= 70, statements  # all 75 when written
 
 
-def test_a_tie_across_the_cut_reads_every_vector_that_ties(with_pgvector):
+def _dimension_check_last() -> None:
+    """Make ``dims = %s`` the costliest condition, so that PostgreSQL evaluates it after
+    the distance (it orders a scan's conditions by cost): pgvector then meets vectors of
+    another dimension unless the statement guards the distance itself. Rolled back with
+    the test's transaction; needs a superuser (the CI's pgvector server is run as one)."""
+    with connection.cursor() as cursor:
+        for equality in ("int2eq(int2, int2)", "int24eq(int2, int4)", "int28eq(int2, int8)"):
+            cursor.execute(f"ALTER FUNCTION {equality} COST 100000")
+
+
+@pytest.mark.parametrize("dimension_check_last", [False, True])
+def test_a_tie_across_the_cut_reads_every_vector_that_ties(with_pgvector, dimension_check_last):
+    if dimension_check_last:
+        _dimension_check_last()
     rng = random.Random(9)
     ids = _records(170)
     same = vectors.unit([1.0] * DIMS)
