@@ -75,6 +75,24 @@ class SubjectStore:
         return per_model
 
 
+VECTORS = "records.RecordEmbedding"
+
+
+@dataclass(frozen=True)
+class MemoryRecordStore(SubjectStore):
+    """Memory records, whose vectors the database deletes with them: a vector written
+    after the vector store was done (an ingest embeds after the user's lock is released,
+    the back-fill takes none) is deleted here first, and counted as a vector."""
+
+    def erase_rows(self, pks: list, subject_hash: str) -> dict[str, int]:
+        vectors = apps.get_model(VECTORS)
+        deleted, _ = vectors.objects.filter(record_id__in=pks).delete()
+        per_model = super().erase_rows(pks, subject_hash)
+        if deleted:
+            per_model[VECTORS] = deleted
+        return per_model
+
+
 @dataclass(frozen=True)
 class WorkItemStore(SubjectStore):
     """Sweeper work items name one user (user_id) or a batch of users (the users list).
@@ -152,11 +170,11 @@ SUBJECT_STORES: tuple[SubjectStore, ...] = (
     # Before the records: the database deletes a record's vector with it, and the job
     # could not count it (records.embedding_schema).
     SubjectStore(
-        "records.RecordEmbedding",
+        VECTORS,
         "vectors of the memory records (MEMADMIN_EMBEDDER), computed from their content",
         owner_prefix="record__",
     ),
-    SubjectStore(
+    MemoryRecordStore(
         "records.MemoryRecord",
         "memory records and summaries (a summary merges only the same user's records "
         "and sessions, so summary_sources never name another subject)",

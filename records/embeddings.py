@@ -26,9 +26,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils.module_loading import import_string
+
+from memadmin.log_filters import withheld
 
 from . import pgvector, plugins, policy_sql, vectors
 from .models import MemoryRecord, RecordEmbedding
@@ -65,6 +68,10 @@ def _load(path: str) -> Embedder:
             f"MEMADMIN_EMBEDDER={path!r} cannot be imported ({exc}); it must be the dotted "
             "path of a callable(list[str]) -> list[list[float]], e.g. mypkg.embed.embed"
         ) from exc
+    except Exception as exc:  # its module failed as it loaded (a missing API key, say)
+        raise EmbedderError(
+            f"MEMADMIN_EMBEDDER={path!r}: importing its module raised {plugins.failure(exc)}"
+        ) from exc
     if not callable(fn):
         raise EmbedderError(
             f"MEMADMIN_EMBEDDER={path!r} names a {type(fn).__name__}, not a callable"
@@ -96,6 +103,8 @@ def embed(texts: list[str]) -> list[vectors.array | None]:
         return [None] * len(texts)
     try:
         returned = fn(list(texts))
+    except SoftTimeLimitExceeded:
+        raise  # the task's own: it queues itself again (records.tasks)
     except Exception as exc:
         raise EmbedderError(f"the embedder raised {plugins.failure(exc)}") from exc
     try:
@@ -103,7 +112,9 @@ def embed(texts: list[str]) -> list[vectors.array | None]:
     except vectors.VectorError as exc:
         raise EmbedderError(str(exc)) from exc
     out: list[vectors.array | None] = []
-    dims = None
+    # Every vector must have the first one's dimension, even when that one is refused
+    # for its values (its length still says what the model gives).
+    dims = vectors.dimension(batch[0]) if batch else None
     for i, raw in enumerate(batch):
         try:
             vector = vectors.unit(raw, dims)
@@ -123,8 +134,21 @@ def _store(pairs: Sequence[tuple[int, vectors.array]]) -> int:
     already there is kept. Returns how many were written."""
     if not pairs:
         return 0
-    sql, rows = pgvector.insert(MemoryRecord._meta.db_table, pairs)
     with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # The records are locked against deletion first: a record whose eviction
+            # has not committed yet would pass the insert's own check and then fail
+            # the foreign key when the eviction commits; locked, it is skipped here.
+            cursor.execute(
+                f"SELECT id FROM {MemoryRecord._meta.db_table} WHERE id = ANY(%s) "  # noqa: S608 - ours
+                "ORDER BY id FOR KEY SHARE",
+                [[i for i, _ in pairs]],
+            )
+            held = {i for (i,) in cursor.fetchall()}
+            pairs = [(i, v) for i, v in pairs if i in held]
+            if not pairs:
+                return 0
+        sql, rows = pgvector.insert(MemoryRecord._meta.db_table, pairs)
         before = RecordEmbedding.objects.filter(record_id__in=[i for i, _ in pairs]).count()
         cursor.executemany(sql, rows)
         after = RecordEmbedding.objects.filter(record_id__in=[i for i, _ in pairs]).count()
@@ -260,7 +284,12 @@ def backfill(
             log.warning("back-fill stopped after record %d: %s", result.last_id, exc)
             break
         pairs = [(rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None]
-        result.embedded += _store(pairs)
+        try:
+            result.embedded += _store(pairs)
+        except DatabaseError as exc:  # a deadlock with an eviction, say: the next pass
+            result.error = f"writing the vectors failed: {withheld(exc)}"
+            log.warning("back-fill stopped after record %d: %s", result.last_id, result.error)
+            break
         result.failed += len(batch) - len(pairs)
         result.batches += 1
         result.last_id = batch[-1][0]

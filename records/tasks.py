@@ -57,6 +57,10 @@ def backfill_embeddings(app_name: str = "", after_id: int = 0) -> int:
     """
     if not embeddings.enabled():
         return 0
+    problem = embeddings.check_setting()
+    if problem is not None:  # the system check (records.E001) says so too
+        log.warning("embedding back-fill skipped: %s", problem)
+        return 0
     result = embeddings.BackfillResult(last_id=after_id)
     try:
         for step in embeddings.backfill_steps(app_name=app_name or None, after_id=after_id):

@@ -61,6 +61,13 @@ def check_batch(vectors: object, count: int) -> list[object]:
     return list(vectors)
 
 
+def dimension(vector: object) -> int | None:
+    """How many numbers ``vector`` holds, if it is a list of 1 to MAX_DIMS things."""
+    if isinstance(vector, (str, bytes)) or not isinstance(vector, Sequence | array):
+        return None
+    return len(vector) if 1 <= len(vector) <= MAX_DIMS else None
+
+
 def unit(vector: object, dims: int | None = None) -> array:
     """``vector`` as a unit-length float32 array, or VectorError saying what is wrong.
 
@@ -75,7 +82,10 @@ def unit(vector: object, dims: int | None = None) -> array:
         raise VectorError(f"every vector must have the same dimension: {dims}, not {n}")
     if not all(isinstance(x, Real) and not isinstance(x, bool) for x in vector):
         raise VectorError("a vector must hold numbers only")
-    values = [float(x) for x in vector]
+    try:
+        values = [float(x) for x in vector]
+    except OverflowError:  # an int or fraction beyond a float's range
+        raise VectorError("a vector must not hold NaN or infinity") from None
     if not all(math.isfinite(x) for x in values):
         raise VectorError("a vector must not hold NaN or infinity")
     norm = math.sqrt(math.sumprod(values, values))

@@ -66,3 +66,25 @@ def not_a_list(texts):
 
 
 NOT_CALLABLE = [1.0, 2.0]
+
+
+def too_large(texts):
+    """An int beyond a float's range for texts that mention "poison"."""
+    return [[10**400] + vector(t)[1:] if "poison" in t.lower() else vector(t) for t in texts]
+
+
+def first_refused(texts):
+    """The first vector refused for its values (NaN) but of the model's dimension, then
+    one of half that dimension, then one of the full."""
+    found = [vector(t) for t in texts]
+    return [[math.nan] * DIMS, found[1][: DIMS // 2], *found[2:]]
+
+
+def time_limit_on_the_second_call(texts):
+    """The Celery soft time limit fires inside the second call (a slow embedder)."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    CALLS.append(len(texts))
+    if len(CALLS) >= 2:
+        raise SoftTimeLimitExceeded()
+    return [vector(t) for t in texts]

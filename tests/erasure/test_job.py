@@ -318,6 +318,36 @@ def test_erasure_deletes_the_subjects_vectors_and_says_so_on_the_receipt(scope):
     assert "vectors" in vectors_row["holds"]
 
 
+def test_vectors_written_after_their_store_was_erased_are_counted_with_the_records(
+    monkeypatch, settings
+):
+    """An ingest embeds after the user's lock is released and the back-fill takes none:
+    a vector can be written once the vector store is done, before the records go. The
+    records' store deletes it first and counts it as a vector, so the receipt is true."""
+    from records import embeddings
+    from records.models import RecordEmbedding
+
+    populate("pharmacy", USER, "mk1x9q")
+    RecordEmbedding.objects.all().delete()  # none yet: the subject's come mid-erasure
+    theirs = MemoryRecord.objects.filter(user_id=USER).count()
+    real = jobs._Job.erase_store
+
+    def erase_store(self, store):
+        real(self, store)
+        if store.label == "records.RecordEmbedding":  # the back-fill runs just then
+            assert RecordEmbedding.objects.count() == 0
+            settings.MEMADMIN = {**settings.MEMADMIN, "EMBEDDER": "tests.embedders.bag_of_concepts"}
+            assert embeddings.backfill(app_name="pharmacy").embedded == theirs
+
+    monkeypatch.setattr(jobs._Job, "erase_store", erase_store)
+    req = erase("pharmacy")
+    assert req.status == ErasureStatus.VERIFIED, req.failure_reason
+    assert RecordEmbedding.objects.count() == 0
+    stores = {s["store"]: s for s in req.receipt["stores"]}
+    assert stores["records.RecordEmbedding"]["deleted"] == theirs
+    assert stores["records.MemoryRecord"]["deleted"] == theirs
+
+
 def test_an_app_named_with_a_control_character_before_the_rule_can_still_be_erased():
     """App names may no longer hold control characters; one stored earlier is erasable."""
     now = timezone.now()

@@ -2,11 +2,15 @@
 at ingest, hybrid search, the back-fill, bad embedders, and nothing at all when unset."""
 
 import math
+import threading
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection, connections
 from django.urls import reverse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
@@ -18,6 +22,8 @@ from records.models import MemoryRecord, RecordEmbedding
 from records.policies import update_policy
 from records.tasks import backfill_embeddings
 from tests import embedders
+
+from ..conftest import subprocess_database_url, wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -258,6 +264,10 @@ def test_evicting_a_record_deletes_its_vector(use_embedder):
         ("tests.embedders.nowhere", "cannot be imported"),
         ("no_such_package.embed", "cannot be imported"),
         ("tests.embedders.NOT_CALLABLE", "not a callable"),
+        (
+            "tests.embedder_needing_a_key.embed",
+            "importing its module raised KeyError",
+        ),
     ],
 )
 def test_a_bad_setting_is_a_system_check_error_and_search_says_so(settings, path, message):
@@ -267,6 +277,44 @@ def test_a_bad_setting_is_a_system_check_error_and_search_says_so(settings, path
     assert message in errors[0].msg
     with pytest.raises(embeddings.EmbedderError, match=message):
         embeddings.embedder()
+
+
+def test_an_embedder_whose_module_fails_to_import_leaves_everything_lexical(settings, caplog):
+    settings.MEMADMIN = {**settings.MEMADMIN, "EMBEDDER": "tests.embedder_needing_a_key.embed"}
+    assert _add(TEXTS).added == len(TEXTS)  # the ingest is not failed for it
+    assert _vectors() == set()
+    assert search_ids("blue") == [_ids()[TEXTS[0]], _ids()[TEXTS[3]]]
+    assert backfill_embeddings() == 0  # the hourly task says why and stops
+    assert "embedding back-fill skipped: MEMADMIN_EMBEDDER=" in caplog.text
+
+
+def test_a_number_beyond_a_floats_range_is_an_unusable_vector(use_embedder):
+    use_embedder("too_large")
+    _add(["Keep the rat poison on the top shelf", *TEXTS])
+    poison = _ids()["Keep the rat poison on the top shelf"]
+    assert _vectors() == set(_ids().values()) - {poison}
+    assert search_ids("poison") == [poison]  # its query vector is refused: lexical
+    result = embeddings.backfill(app_name=APP)  # skipped and counted, never stuck
+    assert (result.embedded, result.failed, result.done) == (0, 1, True)
+
+
+def test_the_first_vector_of_a_batch_sets_its_dimension_even_when_refused(use_embedder):
+    use_embedder("first_refused")
+    found = embeddings.embed(["roof", "boiler", "kitchen"])
+    assert [None if v is None else len(v) for v in found] == [None, None, embedders.DIMS]
+
+
+def test_the_soft_time_limit_inside_the_embedder_reaches_the_task(use_embedder):
+    """The task queues itself again on SoftTimeLimitExceeded; the embedder's failures
+    are otherwise caught, so this one must pass through, with the batches before it
+    kept."""
+    use_embedder(None)
+    _add(TEXTS)
+    use_embedder("time_limit_on_the_second_call")
+    embedders.CALLS.clear()
+    with pytest.raises(SoftTimeLimitExceeded):
+        list(embeddings.backfill_steps(app_name=APP, batch_size=2))
+    assert len(_vectors()) == 2
 
 
 def test_the_setting_unset_or_good_passes_the_check(use_embedder):
@@ -326,3 +374,46 @@ def test_the_back_fill_post_needs_the_csrf_token(use_embedder, make_user):
     client = Client(enforce_csrf_checks=True)
     client.force_login(make_user("ops-csrf", "ops"))
     assert client.post(reverse("records:embeddings_backfill")).status_code == 403
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_back_fill_skips_a_record_whose_eviction_commits_while_it_writes(use_embedder):
+    """Another connection deletes a record (an eviction) and has not committed when the
+    back-fill writes: the back-fill waits for it and skips that record, rather than
+    failing the whole batch on the foreign key once the delete commits."""
+    use_embedder(None)
+    _add(TEXTS)
+    gone = _ids()[TEXTS[2]]
+    use_embedder("bag_of_concepts")
+    evictor = psycopg.connect(subprocess_database_url())
+    evictor.execute("DELETE FROM records_memoryrecord WHERE id = %s", [gone])
+    outcome = {}
+
+    def back_fill():
+        outcome["pid"] = connection.cursor().connection.info.backend_pid
+        try:
+            outcome["result"] = embeddings.backfill(app_name=APP)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=back_fill)
+    thread.start()
+    try:
+        pid = wait_until(lambda: outcome.get("pid"), message="the back-fill to connect")
+        wait_until(lambda: _waiting_on_a_lock(pid), message="the back-fill to wait")
+    finally:
+        evictor.commit()
+        evictor.close()
+        thread.join(timeout=60)
+    result = outcome["result"]
+    assert result.done and not result.error
+    assert _vectors() == set(_ids().values()) and gone not in _vectors()
+    assert len(_vectors()) == len(TEXTS) - 1
+
+
+def _waiting_on_a_lock(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+        row = cursor.fetchone()
+    return row is not None and row[0] == "Lock"
