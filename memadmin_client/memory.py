@@ -11,7 +11,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 
 from .http import RemoteService, segment, user_path
-from .wire import dump, json_safe_state
+from .wire import dump_as_text, json_safe_state
 
 
 class RemoteMemoryService(RemoteService, BaseMemoryService):
@@ -29,7 +29,7 @@ class RemoteMemoryService(RemoteService, BaseMemoryService):
         await self.client.request(
             "POST",
             f"{user_path(session.app_name, session.user_id)}/memory/sessions",
-            json={"session": dump(session)},
+            json={"session": dump_as_text(session)},
             app_name=session.app_name,
             idempotent=True,  # ingest never duplicates a record
         )
@@ -50,7 +50,7 @@ class RemoteMemoryService(RemoteService, BaseMemoryService):
                 raise TypeError(
                     f"events must be google.adk Event objects, not {type(event).__name__}"
                 )
-        body: dict[str, Any] = {"events": [dump(e) for e in events]}
+        body: dict[str, Any] = {"events": [dump_as_text(e) for e in events]}
         if session_id is not None:
             body["sessionId"] = session_id
         await self.client.request(
@@ -76,7 +76,7 @@ class RemoteMemoryService(RemoteService, BaseMemoryService):
                 raise TypeError(
                     f"memories must be MemoryEntry objects, not {type(memory).__name__}"
                 )
-        body: dict[str, Any] = {"memories": [dump(m) for m in memories]}
+        body: dict[str, Any] = {"memories": [dump_as_text(m) for m in memories]}
         if custom_metadata is not None:
             body["customMetadata"] = json_safe_state(dict(custom_metadata))
         await self.client.request(
@@ -110,13 +110,16 @@ class RemoteMemoryService(RemoteService, BaseMemoryService):
         services do (``delete_all_memories`` deletes every record of the user)."""
         if not memory_id:
             return
+        if isinstance(memory_id, int) and not isinstance(memory_id, bool):
+            memory_id = str(memory_id)  # the int itself, as the in-process service takes
         path = f"{user_path(app_name, user_id)}/memory/{segment('memory_id', memory_id)}"
         await self.client.request("DELETE", path, app_name=app_name, idempotent=True)
 
-    async def delete_all_memories(self, *, app_name: str, user_id: str) -> None:
-        """Delete every memory record of the user (``DELETE …/memory``)."""
+    async def delete_all_memories(self, *, app_name: str, user_id: str) -> int:
+        """Delete every memory record of the user (``DELETE …/memory``); how many went."""
         path = f"{user_path(app_name, user_id)}/memory"
-        await self.client.request("DELETE", path, app_name=app_name, idempotent=True)
+        response = await self.client.request("DELETE", path, app_name=app_name, idempotent=True)
+        return int(response.json()["deleted"])
 
     async def report_correction(
         self, *, app_name: str, user_id: str, session_id: str = "", about: str = ""

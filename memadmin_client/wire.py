@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from google.adk.errors.input_validation_error import InputValidationError
 from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
@@ -12,8 +14,16 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 
-def dump(model: BaseModel) -> Any:
-    return json.loads(model.model_dump_json(by_alias=True, exclude_none=True))
+def dump(model: BaseModel, *, fallback: Callable[[Any], Any] | None = None) -> Any:
+    """``model`` as ADK's JSON; ``fallback``: what a value pydantic cannot dump becomes
+    (memory payloads take its ``str``, as the in-process service keeps it)."""
+    return json.loads(model.model_dump_json(by_alias=True, exclude_none=True, fallback=fallback))
+
+
+def dump_as_text(model: BaseModel) -> Any:
+    """``dump`` with a value JSON cannot hold as its text (``records.extract``'s rule for
+    what memory keeps). One no JSON holds at all (circular) is still a ValueError."""
+    return dump(model, fallback=str)
 
 
 def session_from(data: dict[str, Any]) -> Session:
@@ -32,11 +42,12 @@ def json_safe_state(state: dict[str, Any]) -> dict[str, Any]:
 
 def json_metadata(metadata: dict[str, Any]) -> Any:
     """An artifact's custom_metadata as JSON, as the in-process service converts it
-    (datetimes and other pydantic-known values dumped); ValueError for anything else."""
+    (datetimes and other pydantic-known values dumped); for anything else ADK's
+    InputValidationError (a ValueError), as the in-process service raises."""
     try:
         return to_jsonable_python(metadata)
     except Exception as exc:  # pydantic_core raises its own serialisation errors
-        raise ValueError(
+        raise InputValidationError(
             "custom_metadata must be JSON-serialisable (strings, numbers, lists, dicts, "
             f"datetimes): {exc}"
         ) from exc

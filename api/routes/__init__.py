@@ -26,7 +26,8 @@ SessionId = Annotated[str, Path(min_length=1, max_length=SESSION_ID_MAX)]
 MemoryId = Annotated[
     int,
     BeforeValidator(record_id),
-    Path(ge=1, le=2**63 - 1, description="The id search returned."),
+    # 0 names no record, as any unknown id: nothing is deleted (as in-process).
+    Path(ge=0, le=2**63 - 1, description="The id search returned."),
 ]
 
 # Answers every endpoint may give besides its success (documented for clients and

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from django.utils import timezone
 from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.input_validation_error import InputValidationError
 from google.adk.sessions.session import Session
 
 from api import keys
@@ -336,11 +337,49 @@ def test_delete_memory_without_an_id_deletes_nothing_and_delete_all_memories_doe
     asyncio.run(memory.delete_memory(app_name=APP, user_id=USER))
     asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id=""))
     assert held() == 2
+    asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id="0"))  # no record
+    assert held() == 2
     one = found.memories[0].id
-    asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id=one))
+    # The id as search returned it, or the int itself (as the in-process service takes).
+    asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id=int(one)))
     assert held() == 1
-    asyncio.run(memory.delete_all_memories(app_name=APP, user_id=USER))
+    assert asyncio.run(memory.delete_all_memories(app_name=APP, user_id=USER)) == 1
     assert held() == 0
+
+
+class Handle:
+    """A live object in session state or metadata, which JSON cannot hold."""
+
+    def __str__(self) -> str:
+        return "handle-7"
+
+
+def test_memory_payloads_keep_what_json_cannot_hold_as_its_text(live_key):
+    """As the in-process service (records.extract): a session whose state or event
+    deltas hold a live object is still ingested, and an entry's custom_metadata keeps
+    such a value as its text."""
+    from google.adk.events.event import Event, EventActions
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.genai import types
+
+    memory = RemoteMemoryService(*live_key, limits=NO_KEEPALIVE)
+    said = text_event("My favourite colour is teal")
+    said.actions = EventActions(state_delta={"temp:handle": Handle(), "tool": Handle()})
+    session = Session(
+        id="s1", app_name=APP, user_id=USER, state={"temp:handle": Handle()}, events=[said]
+    )
+    asyncio.run(memory.add_session_to_memory(session))
+    asyncio.run(
+        memory.add_events_to_memory(app_name=APP, user_id=USER, events=[Event.model_validate(said)])
+    )
+    entry = MemoryEntry(
+        content=types.Content(role="user", parts=[types.Part(text="I moved to Leeds")]),
+        custom_metadata={"ref": Handle()},
+    )
+    asyncio.run(memory.add_memory(app_name=APP, user_id=USER, memories=[entry]))
+    stored = {r.content: r for r in MemoryRecord.objects.filter(user_id=USER)}
+    assert set(stored) == {"My favourite colour is teal", "I moved to Leeds"}
+    assert stored["I moved to Leeds"].custom_metadata["ref"] == "handle-7"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -359,7 +398,8 @@ def test_custom_metadata_is_sent_as_the_in_process_services_store_it(remote_clie
     asyncio.run(artifacts.save_artifact(**saved, custom_metadata={"at": at, "n": [1]}))
     got = asyncio.run(artifacts.get_artifact_version(app_name=APP, user_id=USER, filename="user:f"))
     assert got.custom_metadata == {"at": to_jsonable_python(at), "n": [1]}
-    with pytest.raises(ValueError, match="JSON-serialisable"):
+    # ADK's InputValidationError (a ValueError), as the in-process service raises.
+    with pytest.raises(InputValidationError, match="JSON-serialisable"):
         asyncio.run(artifacts.save_artifact(**saved, custom_metadata={"x": object()}))
 
     memory = RemoteMemoryService(client=remote_client)

@@ -29,7 +29,7 @@ def parameter(document, path, method, name):
 
 def test_memory_id_is_an_integer_and_ids_are_not_blank(document):
     memory_id = parameter(document, f"{USER_PATH}/memory/{{memory_id}}", "delete", "memory_id")
-    assert memory_id["type"] == "integer" and memory_id["minimum"] == 1
+    assert memory_id["type"] == "integer" and memory_id["minimum"] == 0
     session = f"{USER_PATH}/sessions/{{session_id}}"
     for name, longest in (("app_name", 128), ("user_id", 256), ("session_id", 256)):
         schema = parameter(document, session, "get", name)

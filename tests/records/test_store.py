@@ -11,7 +11,6 @@ from records.information import information_importance
 from records.models import EvictionEvent, ImportanceRule, MemoryRecord, preset_values
 from records.policies import policy_for, update_policy
 from records.policy import ARTICLE
-from records.touches import buffering
 
 from .factories import make_records, session, text_event
 
@@ -269,8 +268,8 @@ def test_search_returns_at_most_ten():
     assert len(search.search("pharmacy", "u1", "metformin order", NOW)) == 10
 
 
-@pytest.mark.skipif(buffering(), reason="direct touches are the no-Redis path")
-def test_touch_without_redis_updates_hits_and_access_time_at_once():
+def test_touch_without_redis_updates_hits_and_access_time_at_once(settings):
+    settings.REDIS_URL = ""  # the no-Redis path, under the user's lock, on either database
     [record] = make_records("pharmacy", "u1", 1, NOW)
     assert search.touch("pharmacy", "u1", [record.id], NOW + timedelta(hours=1)) == "applied"
     record.refresh_from_db()
