@@ -196,6 +196,11 @@ def check_until(until: datetime, days: int, now: datetime) -> None:
     ``now``: the daily prune deletes what is older than the retention, so a window
     reaching further back would be replayed with part of its history missing."""
     _check_days(days)
+    if until > now:
+        raise BacktestError(
+            f"--until {until:%Y-%m-%d %H:%M} UTC is in the future (now {now:%Y-%m-%d %H:%M} "
+            "UTC): there is no history of it to replay."
+        )
     kept = access_log.retention()
     start = _window_start(until, days)
     oldest = now - kept
@@ -216,9 +221,12 @@ def run(
     *,
     progress: Callable[[int, int], None] | None = None,
     workers: int = 1,
+    until: datetime | None = None,
 ) -> Report:
-    """Replay the last ``days`` up to ``now`` under the policy that ran and ``candidate``."""
-    start, end = check_window(app_name, days, now)
+    """Replay the last ``days`` up to ``until`` (default ``now``) under the policy that
+    ran and ``candidate``. ``now`` stays the clock: the records are read as they are
+    now, and the touches logged after ``until`` are taken back off them."""
+    start, end = check_window(app_name, days, now if until is None else until)
     replayed = replay(app_name, start, end, now, [candidate], progress=progress, workers=workers)
     rows = [
         DayRow((start + i * ONE_DAY).date(), cur, cand)

@@ -199,8 +199,10 @@ def tune(
     sample_users: int = SAMPLE_USERS,
     finalists: int = FINALISTS,
     second_sample_users: int = SECOND_SAMPLE_USERS,
+    until: datetime | None = None,
 ) -> Tuning:
-    start, end = service.check_window(app_name, days, now)
+    """``until``: the window's end, as ``service.run``'s (default ``now``, the clock)."""
+    start, end = service.check_window(app_name, days, now if until is None else until)
     candidates = space(app_name)
     users = history.users(app_name, start)
     current = Policy.objects.filter(app_name=app_name).first() or Policy(app_name=app_name)

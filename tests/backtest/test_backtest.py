@@ -10,9 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from backtest import service
-from records.models import EvictionEvent
+from records.models import EvictionEvent, Policy
 
-from .history import APP, T0, make_history
+from .history import APP, HOUR, T0, TOPICS, make_history, search, write
 
 pytestmark = pytest.mark.django_db
 
@@ -138,6 +138,36 @@ def test_a_window_reaching_before_the_history_kept_is_refused(settings):
         backtest("--days", "5", end=end)
     with pytest.raises(CommandError, match="before year 1"):
         backtest("--days", "5", end=datetime(1, 1, 2, tzinfo=UTC))
+
+
+def test_a_window_ending_before_now_replays_it_as_it_was_then():
+    """The records are read as they are now: touches logged after ``until`` are taken
+    back off them, so the report is the one a backtest run at ``until`` gave. (Read as
+    of ``until``, B, touched later, kept its later hits and access in the window, and a
+    candidate with a smaller cap kept it over C.)"""
+    Policy.objects.create(app_name=APP, max_records=2, ttl_days=30)
+    for hour, topic in enumerate(TOPICS[:3]):  # A, B, C: C's write evicts A
+        write("u1", f"The customer ordered a {topic}", T0 + hour * HOUR)
+    until = T0 + 3 * HOUR
+    candidate = service.candidate_policy(APP, values={"max_records": "1"})
+    then = service.run(APP, 1, candidate, until)  # at until: nothing later exists yet
+    assert [e.content.parts[0].text for e in search("u1", TOPICS[1], T0 + 5 * HOUR)] == [
+        f"The customer ordered a {TOPICS[1]}"
+    ]
+    now = service.run(APP, 1, candidate, T0 + timedelta(days=30), until=until)
+    assert (now.start, now.end) == (until - timedelta(days=1), until)
+    assert now.days == then.days and now.exactness == then.exactness
+    assert now.exactness.exact and sum(d.candidate.evictions for d in now.days) == 2
+
+
+def test_until_in_the_future_is_refused():
+    end = make_history(users=("u1",))  # the commands' clock: a month after the history
+    with pytest.raises(CommandError, match="is in the future"):
+        backtest("--days", "3", end=T0 + timedelta(days=31))
+    with pytest.raises(CommandError, match="is in the future"):
+        call_command(
+            "tune", "--app", APP, "--days", "3", "--until", (end + timedelta(days=60)).isoformat()
+        )
 
 
 def test_until_is_read_in_utc_whatever_its_offset():

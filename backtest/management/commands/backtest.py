@@ -49,10 +49,10 @@ class Command(BaseCommand):
         if json:
             check_writable(json, "--json")  # before the replay, not after it
         try:
-            now = window_end(until, days)
+            now, end = window_end(until, days)
             values = service.parse_sets(set)
             candidate = service.candidate_policy(app, preset=preset, values=values)
-            report = service.run(app, days, candidate, now, workers=workers)
+            report = service.run(app, days, candidate, now, workers=workers, until=end)
         except service.BacktestError as exc:
             raise CommandError(str(exc)) from exc
         self._table(report)
@@ -98,15 +98,15 @@ def _pair(current: int, candidate: int) -> str:
 clock = timezone.now  # the commands' "now" (tests fix it at their history's end)
 
 
-def window_end(until: str | None, days: int) -> datetime:
-    """The window's end: now, or ``--until`` within the history kept
-    (``service.check_until``)."""
+def window_end(until: str | None, days: int) -> tuple[datetime, datetime | None]:
+    """(now, the window's end if ``--until`` sets it): ``--until`` no later than now and
+    within the history kept (``service.check_until``)."""
     now = clock()
     if not until:
-        return now
+        return now, None
     end = parse_moment(until)
     service.check_until(end, days, now)
-    return end
+    return now, end
 
 
 def parse_moment(text: str) -> datetime:

@@ -30,8 +30,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, app, days, until, workers, **options):
         try:
-            now = window_end(until, days)
-            result = tune.tune(app, days, now, workers=workers)
+            now, end = window_end(until, days)
+            result = tune.tune(app, days, now, workers=workers, until=end)
         except service.BacktestError as exc:
             raise CommandError(str(exc)) from exc
         w = self.stdout.write
