@@ -26,6 +26,7 @@ from records.models import (
     Artifact,
     Correction,
     DailyCounter,
+    EvictedRecord,
     EvictionEvent,
     ImportanceRule,
     MemoryRecord,
@@ -33,6 +34,7 @@ from records.models import (
     PolicyVersion,
     RegretTerm,
     RetiredSession,
+    SearchLog,
     SessionEvent,
     UserState,
 )
@@ -584,6 +586,8 @@ def clear_demo() -> None:
         RegretTerm,
         DailyMetric,
         ImportanceRule,
+        SearchLog,  # the access history: a reset that kept it would replay it twice
+        EvictedRecord,
     ):
         model.objects.filter(app_name__in=DEMO_APPS).delete()
 

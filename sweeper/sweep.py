@@ -23,7 +23,7 @@ from records import sessions as session_store
 from records.locks import user_lock
 from records.memory_service import add_session
 from records.models import AgentSession, EvictionEvent, MemoryRecord, RetiredSession
-from records.policies import policy_for
+from records.policies import policy_for, policy_or_default
 from records.policy import idle_cutoff, session_idle
 from records.policy_sql import idle_q
 
@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 
 
 def app_idle_cutoff(app_name: str, now: datetime) -> float:
-    return idle_cutoff(now, policy_for(app_name).session_idle_days)
+    # Read, never created: an app whose agents only used sessions has no policy yet, and
+    # a dry-run changes nothing (the real sweep's ingest makes it when it writes).
+    return idle_cutoff(now, policy_or_default(app_name).session_idle_days)
 
 
 def sweep_apps(run: Run) -> list[str]:

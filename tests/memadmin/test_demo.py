@@ -10,9 +10,11 @@ from memadmin import demo
 from records.models import (
     AgentSession,
     Correction,
+    EvictedRecord,
     EvictionEvent,
     MemoryRecord,
     RetiredSession,
+    SearchLog,
     SessionEvent,
 )
 from sweeper.models import DailyMetric, PlanEntry, Run
@@ -49,8 +51,12 @@ def test_seed_demo_is_idempotent_and_reset_regenerates(capsys):
     call_command("seed_demo", "--users-per-app", "2")
     assert "already present" in capsys.readouterr().out
     assert MemoryRecord.objects.count() == first
+    history = (SearchLog.objects.count(), EvictedRecord.objects.count())
+    assert history[0] > 0 and history[1] > 0
     call_command("seed_demo", "--users-per-app", "2", "--reset")
     assert MemoryRecord.objects.count() == first  # same seed, same data, no duplicates
+    # The access history too: kept by a reset, a backtest would replay it twice.
+    assert (SearchLog.objects.count(), EvictedRecord.objects.count()) == history
 
 
 def test_seed_demo_refuses_nonsense():

@@ -30,6 +30,7 @@ def parse_as_of(value: str | None) -> datetime | None:
             f"--as-of must be an ISO date or datetime, e.g. 2027-01-01T02:00, not {value!r}"
         )
     parsed = parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, timezone.UTC)
+    parsed = parsed.astimezone(timezone.UTC)  # its date in UTC, as today's
     # As the dashboard's dry-run form: a preview looks ahead, and not past what dates hold.
     today = timezone.now().date()
     if not today <= parsed.date() <= today + LONGEST_PREVIEW:
@@ -77,6 +78,8 @@ class Command(BaseCommand):
             run = runs.create_run(
                 RunKind.APPLY, plan=plan, enqueue=execute_run.delay if background else None
             )
+            if run is None:  # applied by someone else since the check: the database says once
+                raise CommandError(f"The plan of dry-run #{plan.pk} was applied already.")
         else:
             try:
                 run = runs.create_run(
