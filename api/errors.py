@@ -20,6 +20,15 @@ from memadmin_client.errors import ADK_ERROR_CODES
 
 log = logging.getLogger("memadmin.api")
 
+
+def refused_value(exc: DataError) -> str:
+    """What a caller is told of a value the database refused (the API's 422, the MCP
+    server's tool error): the first line of its message, which names the problem (its
+    detail lines may quote stored rows)."""
+    text = str(exc).strip()
+    return f"The database refused a value: {text.splitlines()[0] if text else ''}"
+
+
 # Status and code of each ADK error, from the table the client maps them back with.
 ADK_ERRORS: dict[type[Exception], tuple[int, str]] = {
     cls: (status, code) for code, (status, cls) in ADK_ERROR_CODES.items()
@@ -117,10 +126,7 @@ def install(api: NinjaAPI) -> None:
     def on_data_error(request, exc):
         # A value the database refused (the transaction rolled back: nothing written).
         log.warning("database refused a value on %s: %s", pseudonymous_path(request), exc)
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return error_response(
-            api, request, 422, "invalid_input", f"The database refused a value: {first_line}"
-        )
+        return error_response(api, request, 422, "invalid_input", refused_value(exc))
 
     def on_unexpected(request, exc):
         log.exception("API error on %s %s", request.method, pseudonymous_path(request))

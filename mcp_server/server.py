@@ -25,7 +25,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field, Strict, ValidationError
 
 from api.auth import check_app, key_for_header
-from api.errors import ApiError
+from api.errors import ApiError, refused_value
 from api.schemas import AddMemoriesIn, CorrectionIn, IngestOut, MemoryEntryIn, SearchIn
 from records import memory_service
 from records.feedback import report_correction
@@ -112,8 +112,7 @@ def _refusals(fn: Callable[[], Any]) -> Callable[[], Any]:
         except (ValueError, TypeError) as exc:
             raise Refused(str(exc) or type(exc).__name__) from None
         except DataError as exc:
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise Refused(f"The database refused a value: {first_line}") from None
+            raise Refused(refused_value(exc)) from None
         finally:
             close_old_connections()
 
