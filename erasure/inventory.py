@@ -85,6 +85,10 @@ class MemoryRecordStore(SubjectStore):
     the back-fill takes none) is deleted here first, and counted as a vector."""
 
     def erase_rows(self, pks: list, subject_hash: str) -> dict[str, int]:
+        if connection.vendor == "postgresql":
+            # Locked first (FOR UPDATE waits for a writer's FOR KEY SHARE, and makes a
+            # later one wait), so no vector lands between its delete and the records'.
+            list(self.model.objects.filter(pk__in=pks).select_for_update().values_list("pk"))
         vectors = apps.get_model(VECTORS)
         deleted, _ = vectors.objects.filter(record_id__in=pks).delete()
         per_model = super().erase_rows(pks, subject_hash)

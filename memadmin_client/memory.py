@@ -111,6 +111,8 @@ class RemoteMemoryService(RemoteService, BaseMemoryService):
         if not memory_id:
             return
         if isinstance(memory_id, int) and not isinstance(memory_id, bool):
+            if memory_id < 1:  # no record has it: nothing to delete, as in process
+                return
             memory_id = str(memory_id)  # the int itself, as the in-process service takes
         path = f"{user_path(app_name, user_id)}/memory/{segment('memory_id', memory_id)}"
         await self.client.request("DELETE", path, app_name=app_name, idempotent=True)

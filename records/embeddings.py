@@ -157,8 +157,9 @@ def _store(pairs: Sequence[tuple[int, vectors.array]]) -> int:
 
 def embed_new(records: Sequence[MemoryRecord], evicted: Sequence = ()) -> int:
     """The ingest hook: embed the records an ingest stored (one embedder call) and keep
-    their vectors; ``evicted`` (victims of the same ingest) are skipped. Never raises: a
-    failure leaves the records for the back-fill. Called after the user's lock is
+    their vectors; ``evicted`` (victims of the same ingest) are skipped. Never raises (but
+    a Celery task's SoftTimeLimitExceeded, left to the task): a failure leaves the
+    records for the back-fill. Called after the user's lock is
     released, so a slow embedder holds no lock."""
     if not records or not enabled():
         return 0
@@ -201,8 +202,8 @@ def hybrid(
     app_name: str, user_id: str, query: str, now: datetime, lexical: list[int], limit: int
 ) -> list[int]:
     """Fuse the lexical ranking with the vector ranking of ``query`` (reciprocal-rank
-    fusion, ``vectors.fuse``). Never raises: if the query cannot be embedded the lexical
-    ranking stands alone."""
+    fusion, ``vectors.fuse``). Never raises (but a Celery task's SoftTimeLimitExceeded):
+    if the query cannot be embedded the lexical ranking stands alone."""
     try:
         (vector,) = embed([query])
     except EmbedderError as exc:

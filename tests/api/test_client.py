@@ -337,7 +337,8 @@ def test_delete_memory_without_an_id_deletes_nothing_and_delete_all_memories_doe
     asyncio.run(memory.delete_memory(app_name=APP, user_id=USER))
     asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id=""))
     assert held() == 2
-    asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id="0"))  # no record
+    for none in ("0", -5):  # ids no record has (the int as in process: nothing deleted)
+        asyncio.run(memory.delete_memory(app_name=APP, user_id=USER, memory_id=none))
     assert held() == 2
     one = found.memories[0].id
     # The id as search returned it, or the int itself (as the in-process service takes).

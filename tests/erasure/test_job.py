@@ -4,7 +4,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.utils import timezone
 
 from erasure import jobs
@@ -346,6 +346,68 @@ def test_vectors_written_after_their_store_was_erased_are_counted_with_the_recor
     stores = {s["store"]: s for s in req.receipt["stores"]}
     assert stores["records.RecordEmbedding"]["deleted"] == theirs
     assert stores["records.MemoryRecord"]["deleted"] == theirs
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_vector_written_while_the_records_are_erased_is_counted():
+    """A writer (ingest's embedding, the back-fill) has locked a record against deletion
+    and inserted its vector, uncommitted, as the records' batch is erased: the batch
+    waits for it, then deletes and counts that vector, rather than the database's cascade
+    deleting it uncounted after the records' delete."""
+    import threading
+
+    import psycopg
+
+    from records import pgvector, vectors
+    from records.models import RecordEmbedding
+    from tests import embedders
+
+    from ..conftest import subprocess_database_url, wait_until
+
+    populate("pharmacy", USER, "mk1x9q")
+    RecordEmbedding.objects.all().delete()
+    theirs = dict(MemoryRecord.objects.filter(user_id=USER).values_list("id", "content"))
+    writer = psycopg.connect(subprocess_database_url())
+    writer.execute(  # records.embeddings._store's statements, its commit held back
+        "SELECT id FROM records_memoryrecord WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE",
+        [list(theirs)],
+    )
+    sql, rows = pgvector.insert(
+        "records_memoryrecord",
+        [(i, vectors.unit(embedders.vector(text))) for i, text in theirs.items()],
+    )
+    writer.cursor().executemany(sql, rows)
+    outcome = {}
+
+    def erasure():
+        outcome["pid"] = connection.cursor().connection.info.backend_pid
+        try:
+            outcome["req"] = erase("pharmacy")
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=erasure)
+    thread.start()
+    try:
+        pid = wait_until(lambda: outcome.get("pid"), message="the erasure to connect")
+        wait_until(lambda: _waiting_on_a_lock(pid), message="the erasure to wait")
+    finally:
+        writer.commit()
+        writer.close()
+        thread.join(timeout=120)
+    req = outcome["req"]
+    assert req.status == ErasureStatus.VERIFIED, req.failure_reason
+    assert RecordEmbedding.objects.count() == 0
+    stores = {s["store"]: s for s in req.receipt["stores"]}
+    assert stores["records.RecordEmbedding"]["deleted"] == len(theirs)
+
+
+def _waiting_on_a_lock(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+        row = cursor.fetchone()
+    return row is not None and row[0] == "Lock"
 
 
 def test_an_app_named_with_a_control_character_before_the_rule_can_still_be_erased():

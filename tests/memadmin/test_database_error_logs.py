@@ -126,7 +126,9 @@ def test_celerys_retry_line_withholds_the_retried_error(formatter):
 
     out = rendered(formatter, emit, "celery.app.trace")
     assert SECRET not in out and "penicillin" not in out
-    assert "retry: Retry in 1s: IntegrityError (SQLSTATE 23514" in out and WITHHELD in out
+    assert "retry: Retry in 1s: IntegrityError (" in out and WITHHELD in out
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        assert "SQLSTATE 23514" in out
 
 
 def test_a_retry_for_another_reason_is_logged_as_it_is():
