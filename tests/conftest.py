@@ -190,6 +190,14 @@ def wait_until(predicate, timeout=60.0, interval=0.05, message="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+def waiting_on_a_lock(pid: int) -> bool:
+    """Whether the PostgreSQL backend ``pid`` is waiting for a lock (for ``wait_until``)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+        row = cursor.fetchone()
+    return row is not None and row[0] == "Lock"
+
+
 def subprocess_database_url() -> str:
     """DATABASE_URL of this test run's database, for subprocesses (workers, servers)."""
     db = connection.settings_dict

@@ -363,7 +363,7 @@ def test_a_vector_written_while_the_records_are_erased_is_counted():
     from records.models import RecordEmbedding
     from tests import embedders
 
-    from ..conftest import subprocess_database_url, wait_until
+    from ..conftest import subprocess_database_url, wait_until, waiting_on_a_lock
 
     populate("pharmacy", USER, "mk1x9q")
     RecordEmbedding.objects.all().delete()
@@ -391,7 +391,7 @@ def test_a_vector_written_while_the_records_are_erased_is_counted():
     thread.start()
     try:
         pid = wait_until(lambda: outcome.get("pid"), message="the erasure to connect")
-        wait_until(lambda: _waiting_on_a_lock(pid), message="the erasure to wait")
+        wait_until(lambda: waiting_on_a_lock(pid), message="the erasure to wait")
     finally:
         writer.commit()
         writer.close()
@@ -401,13 +401,6 @@ def test_a_vector_written_while_the_records_are_erased_is_counted():
     assert RecordEmbedding.objects.count() == 0
     stores = {s["store"]: s for s in req.receipt["stores"]}
     assert stores["records.RecordEmbedding"]["deleted"] == len(theirs)
-
-
-def _waiting_on_a_lock(pid: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-        row = cursor.fetchone()
-    return row is not None and row[0] == "Lock"
 
 
 def test_an_app_named_with_a_control_character_before_the_rule_can_still_be_erased():

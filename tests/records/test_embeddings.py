@@ -23,7 +23,7 @@ from records.policies import update_policy
 from records.tasks import backfill_embeddings
 from tests import embedders
 
-from ..conftest import subprocess_database_url, wait_until
+from ..conftest import subprocess_database_url, wait_until, waiting_on_a_lock
 
 pytestmark = pytest.mark.django_db
 
@@ -401,7 +401,7 @@ def test_the_back_fill_skips_a_record_whose_eviction_commits_while_it_writes(use
     thread.start()
     try:
         pid = wait_until(lambda: outcome.get("pid"), message="the back-fill to connect")
-        wait_until(lambda: _waiting_on_a_lock(pid), message="the back-fill to wait")
+        wait_until(lambda: waiting_on_a_lock(pid), message="the back-fill to wait")
     finally:
         evictor.commit()
         evictor.close()
@@ -410,10 +410,3 @@ def test_the_back_fill_skips_a_record_whose_eviction_commits_while_it_writes(use
     assert result.done and not result.error
     assert _vectors() == set(_ids().values()) and gone not in _vectors()
     assert len(_vectors()) == len(TEXTS) - 1
-
-
-def _waiting_on_a_lock(pid: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-        row = cursor.fetchone()
-    return row is not None and row[0] == "Lock"

@@ -143,10 +143,10 @@ def test_a_dropped_connection_mid_eviction_rolls_back_and_the_retry_succeeds():
         thread = threading.Thread(target=enforcement)
         thread.start()
         pid = backend_pid(holder)
-        from ..conftest import wait_until
+        from ..conftest import wait_until, waiting_on_a_lock
 
         with connection.cursor() as cursor:
-            wait_until(lambda: _waiting_on_lock(cursor, pid), message="enforcement to block")
+            wait_until(lambda: waiting_on_a_lock(pid), message="enforcement to block")
             cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
     thread.join(timeout=60)
     connections.close_all()
@@ -156,12 +156,6 @@ def test_a_dropped_connection_mid_eviction_rolls_back_and_the_retry_succeeds():
     assert EvictionEvent.objects.count() == 0
     victims = store.enforce(APP, USER, timezone.now())  # the retry
     assert len(victims) == 2490 and MemoryRecord.objects.count() == 10
-
-
-def _waiting_on_lock(cursor, pid):
-    cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-    row = cursor.fetchone()
-    return row is not None and row[0] == "Lock"
 
 
 def test_a_task_that_loses_its_connection_gives_its_claim_back_and_is_retried():
@@ -189,10 +183,10 @@ def test_a_task_that_loses_its_connection_gives_its_claim_back_and_is_retried():
         thread = threading.Thread(target=task)
         thread.start()
         pid = backend_pid(holder)
-        from ..conftest import wait_until
+        from ..conftest import wait_until, waiting_on_a_lock
 
         with connection.cursor() as cursor:
-            wait_until(lambda: _waiting_on_lock(cursor, pid), message="task to block")
+            wait_until(lambda: waiting_on_a_lock(pid), message="task to block")
             cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
     thread.join(timeout=60)
     connections.close_all()
