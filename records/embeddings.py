@@ -60,29 +60,33 @@ def enabled() -> bool:
 
 
 @cache
-def _load(path: str) -> Embedder:
+def _load(path: str) -> Embedder | str:
+    """The embedder ``path`` names, or what is wrong with it. Both are kept: a module
+    that fails as it loads (after loading a model, say) is not imported again on every
+    ingest and search; a changed setting needs a restart anyway."""
     try:
         fn = import_string(path)
     except ImportError as exc:
-        raise EmbedderError(
+        return (
             f"MEMADMIN_EMBEDDER={path!r} cannot be imported ({exc}); it must be the dotted "
             "path of a callable(list[str]) -> list[list[float]], e.g. mypkg.embed.embed"
-        ) from exc
-    except Exception as exc:  # its module failed as it loaded (a missing API key, say)
-        raise EmbedderError(
-            f"MEMADMIN_EMBEDDER={path!r}: importing its module raised {plugins.failure(exc)}"
-        ) from exc
-    if not callable(fn):
-        raise EmbedderError(
-            f"MEMADMIN_EMBEDDER={path!r} names a {type(fn).__name__}, not a callable"
         )
+    except Exception as exc:  # its module failed as it loaded (a missing API key, say)
+        return f"MEMADMIN_EMBEDDER={path!r}: importing its module raised {plugins.failure(exc)}"
+    if not callable(fn):
+        return f"MEMADMIN_EMBEDDER={path!r} names a {type(fn).__name__}, not a callable"
     return fn
 
 
 def embedder() -> Embedder | None:
     """The configured embedder, None when unset; EmbedderError when it is unusable."""
     path = embedder_path()
-    return _load(path) if path else None
+    if not path:
+        return None
+    loaded = _load(path)
+    if isinstance(loaded, str):
+        raise EmbedderError(loaded)
+    return loaded
 
 
 def check_setting() -> str | None:

@@ -288,6 +288,17 @@ def test_an_embedder_whose_module_fails_to_import_leaves_everything_lexical(sett
     assert "embedding back-fill skipped: MEMADMIN_EMBEDDER=" in caplog.text
 
 
+def test_a_module_that_fails_as_it_loads_is_imported_once(settings):
+    """It may do slow work (load a model) before failing: not again on every search."""
+    settings.MEMADMIN = {**settings.MEMADMIN, "EMBEDDER": "tests.embedder_needing_a_key.embed"}
+    embeddings._load.cache_clear()
+    embedders.IMPORTS.clear()
+    for _ in range(3):
+        with pytest.raises(embeddings.EmbedderError, match="importing its module raised"):
+            embeddings.embedder()
+    assert embedders.IMPORTS == ["tests.embedder_needing_a_key"]
+
+
 def test_a_number_beyond_a_floats_range_is_an_unusable_vector(use_embedder):
     use_embedder("too_large")
     _add(["Keep the rat poison on the top shelf", *TEXTS])
