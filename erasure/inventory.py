@@ -88,7 +88,9 @@ class MemoryRecordStore(SubjectStore):
         if connection.vendor == "postgresql":
             # Locked first (FOR UPDATE waits for a writer's FOR KEY SHARE, and makes a
             # later one wait), so no vector lands between its delete and the records'.
-            list(self.model.objects.filter(pk__in=pks).select_for_update().values_list("pk"))
+            # In id order, as the back-fill locks them, so the two never deadlock.
+            locking = self.model.objects.filter(pk__in=pks).order_by("pk").select_for_update()
+            list(locking.values_list("pk"))
         vectors = apps.get_model(VECTORS)
         deleted, _ = vectors.objects.filter(record_id__in=pks).delete()
         per_model = super().erase_rows(pks, subject_hash)

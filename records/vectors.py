@@ -61,11 +61,13 @@ def check_batch(vectors: object, count: int) -> list[object]:
     return list(vectors)
 
 
+def _is_list(vector: object) -> bool:
+    return isinstance(vector, Sequence | array) and not isinstance(vector, (str, bytes))
+
+
 def dimension(vector: object) -> int | None:
     """How many numbers ``vector`` holds, if it is a list of 1 to MAX_DIMS things."""
-    if isinstance(vector, (str, bytes)) or not isinstance(vector, Sequence | array):
-        return None
-    return len(vector) if 1 <= len(vector) <= MAX_DIMS else None
+    return len(vector) if _is_list(vector) and 1 <= len(vector) <= MAX_DIMS else None
 
 
 def unit(vector: object, dims: int | None = None) -> array:
@@ -73,11 +75,11 @@ def unit(vector: object, dims: int | None = None) -> array:
 
     ``dims``, when given, is the length every vector of the batch must have.
     """
-    if isinstance(vector, (str, bytes)) or not isinstance(vector, Sequence | array):
+    if not _is_list(vector):
         raise VectorError(f"a vector must be a list of numbers, not {type(vector).__name__}")
-    n = len(vector)
-    if not 1 <= n <= MAX_DIMS:
-        raise VectorError(f"a vector must have 1 to {MAX_DIMS} numbers; this one has {n}")
+    n = dimension(vector)
+    if n is None:
+        raise VectorError(f"a vector must have 1 to {MAX_DIMS} numbers; this one has {len(vector)}")
     if dims is not None and n != dims:
         raise VectorError(f"every vector must have the same dimension: {dims}, not {n}")
     if not all(isinstance(x, Real) and not isinstance(x, bool) for x in vector):

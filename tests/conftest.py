@@ -198,6 +198,39 @@ def waiting_on_a_lock(pid: int) -> bool:
     return row is not None and row[0] == "Lock"
 
 
+def run_until_it_waits(work, then, what="the work"):
+    """Run ``work()`` in a thread on its own PostgreSQL connection; once that backend
+    waits for a lock, call ``then(pid)`` (release the lock, or end the backend). Returns
+    what ``work`` returned, or raises what it raised."""
+    import threading
+
+    from django.db import connections
+
+    outcome = {}
+
+    def target():
+        outcome["pid"] = connection.cursor().connection.info.backend_pid
+        try:
+            outcome["result"] = work()
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    pid = wait_until(lambda: outcome.get("pid"), message=f"{what} to connect")
+    try:
+        wait_until(lambda: waiting_on_a_lock(pid), message=f"{what} to wait for a lock")
+    finally:  # called even when it never waited, so the thread is not left blocked
+        then(pid)
+        thread.join(timeout=120)
+    assert not thread.is_alive(), f"{what} did not finish"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
 def subprocess_database_url() -> str:
     """DATABASE_URL of this test run's database, for subprocesses (workers, servers)."""
     db = connection.settings_dict

@@ -4,7 +4,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from erasure import jobs
@@ -357,46 +357,35 @@ def test_a_vector_written_while_the_records_are_erased_is_counted():
     deleting it uncounted after the records' delete."""
     import threading
 
-    import psycopg
-
-    from records import pgvector, vectors
+    from records import embeddings, vectors
     from records.models import RecordEmbedding
     from tests import embedders
 
-    from ..conftest import subprocess_database_url, wait_until, waiting_on_a_lock
+    from ..conftest import run_until_it_waits, wait_until
 
     populate("pharmacy", USER, "mk1x9q")
     RecordEmbedding.objects.all().delete()
     theirs = dict(MemoryRecord.objects.filter(user_id=USER).values_list("id", "content"))
-    writer = psycopg.connect(subprocess_database_url())
-    writer.execute(  # records.embeddings._store's statements, its commit held back
-        "SELECT id FROM records_memoryrecord WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE",
-        [list(theirs)],
-    )
-    sql, rows = pgvector.insert(
-        "records_memoryrecord",
-        [(i, vectors.unit(embedders.vector(text))) for i, text in theirs.items()],
-    )
-    writer.cursor().executemany(sql, rows)
-    outcome = {}
+    pairs = [(i, vectors.unit(embedders.vector(text))) for i, text in theirs.items()]
+    written, commit = threading.Event(), threading.Event()
 
-    def erasure():
-        outcome["pid"] = connection.cursor().connection.info.backend_pid
+    def writer():  # the writer's own statements, its commit held back
         try:
-            outcome["req"] = erase("pharmacy")
+            with transaction.atomic():
+                embeddings._store(pairs)
+                written.set()
+                commit.wait(timeout=120)
         finally:
             connections.close_all()
 
-    thread = threading.Thread(target=erasure)
+    thread = threading.Thread(target=writer)
     thread.start()
     try:
-        pid = wait_until(lambda: outcome.get("pid"), message="the erasure to connect")
-        wait_until(lambda: waiting_on_a_lock(pid), message="the erasure to wait")
+        wait_until(written.is_set, message="the vectors to be written")
+        req = run_until_it_waits(lambda: erase("pharmacy"), lambda _pid: commit.set(), "erasure")
     finally:
-        writer.commit()
-        writer.close()
+        commit.set()
         thread.join(timeout=120)
-    req = outcome["req"]
     assert req.status == ErasureStatus.VERIFIED, req.failure_reason
     assert RecordEmbedding.objects.count() == 0
     stores = {s["store"]: s for s in req.receipt["stores"]}

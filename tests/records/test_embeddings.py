@@ -2,7 +2,6 @@
 at ingest, hybrid search, the back-fill, bad embedders, and nothing at all when unset."""
 
 import math
-import threading
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -10,7 +9,6 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection, connections
 from django.urls import reverse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
@@ -23,7 +21,7 @@ from records.policies import update_policy
 from records.tasks import backfill_embeddings
 from tests import embedders
 
-from ..conftest import subprocess_database_url, wait_until, waiting_on_a_lock
+from ..conftest import run_until_it_waits, subprocess_database_url
 
 pytestmark = pytest.mark.django_db
 
@@ -399,25 +397,14 @@ def test_the_back_fill_skips_a_record_whose_eviction_commits_while_it_writes(use
     use_embedder("bag_of_concepts")
     evictor = psycopg.connect(subprocess_database_url())
     evictor.execute("DELETE FROM records_memoryrecord WHERE id = %s", [gone])
-    outcome = {}
 
-    def back_fill():
-        outcome["pid"] = connection.cursor().connection.info.backend_pid
-        try:
-            outcome["result"] = embeddings.backfill(app_name=APP)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=back_fill)
-    thread.start()
-    try:
-        pid = wait_until(lambda: outcome.get("pid"), message="the back-fill to connect")
-        wait_until(lambda: waiting_on_a_lock(pid), message="the back-fill to wait")
-    finally:
+    def commit_the_eviction(_pid):
         evictor.commit()
         evictor.close()
-        thread.join(timeout=60)
-    result = outcome["result"]
+
+    result = run_until_it_waits(
+        lambda: embeddings.backfill(app_name=APP), commit_the_eviction, "the back-fill"
+    )
     assert result.done and not result.error
     assert _vectors() == set(_ids().values()) and gone not in _vectors()
     assert len(_vectors()) == len(TEXTS) - 1

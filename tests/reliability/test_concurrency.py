@@ -16,6 +16,7 @@ from records.staff import pin_record
 from sweeper import runs, tasks
 from sweeper.models import ItemStatus, RunKind, RunStatus, WorkItem
 
+from ..conftest import run_until_it_waits
 from ..records.factories import make_records, session
 from ..sweeper.helpers import make_session
 
@@ -111,11 +112,9 @@ def test_eight_ingests_a_sweep_and_a_pin_at_once_keep_the_caps_exactly(make_user
     assert records.count() + len(evicted) == 35 + 8 * 5 + 5
 
 
-def backend_pid(holder):
-    """Wait (bounded) until a thread publishes its connection's backend pid."""
-    from ..conftest import wait_until
-
-    return wait_until(lambda: holder.get("pid"), timeout=30, message="the worker's connection")
+def _terminate(pid):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
 def test_a_dropped_connection_mid_eviction_rolls_back_and_the_retry_succeeds():
@@ -125,32 +124,12 @@ def test_a_dropped_connection_mid_eviction_rolls_back_and_the_retry_succeeds():
     # Equal records rank by id: the victims are the 2490 lowest ids, deleted in chunks of
     # 1000, so the last victim is deleted last.
     blocker = records[2489]
-    holder, outcome = {}, {}
-
-    def enforcement():
-        holder["pid"] = connection.cursor().connection.info.backend_pid
-        try:
-            store.enforce(APP, USER, now)
-        except OperationalError as exc:
-            outcome["error"] = exc
-        finally:
-            connections.close_all()
-
-    with transaction.atomic():
+    with transaction.atomic(), pytest.raises(OperationalError):
         # Hold one victim's row: the enforcement blocks there, after it has logged all
         # evictions and deleted the first thousands of records, in its transaction.
         MemoryRecord.objects.select_for_update().filter(id=blocker.id).first()
-        thread = threading.Thread(target=enforcement)
-        thread.start()
-        pid = backend_pid(holder)
-        from ..conftest import wait_until, waiting_on_a_lock
-
-        with connection.cursor() as cursor:
-            wait_until(lambda: waiting_on_a_lock(pid), message="enforcement to block")
-            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-    thread.join(timeout=60)
+        run_until_it_waits(lambda: store.enforce(APP, USER, now), _terminate, "enforcement")
     connections.close_all()
-    assert isinstance(outcome.get("error"), OperationalError)
     # nothing half-evicted: every record is there, no eviction was logged
     assert MemoryRecord.objects.filter(user_id=USER).count() == 2500
     assert EvictionEvent.objects.count() == 0
@@ -167,30 +146,11 @@ def test_a_task_that_loses_its_connection_gives_its_claim_back_and_is_retried():
 
     runs.fan_out(run, token, plan_items(run))
     item = WorkItem.objects.get(run=run)
-    holder, outcome = {}, {}
-
-    def task():
-        holder["pid"] = connection.cursor().connection.info.backend_pid
-        try:
-            tasks.run_item(item.id)
-        except OperationalError:  # called directly, Celery's retry re-raises the cause
-            outcome["retry"] = True
-        finally:
-            connections.close_all()
-
-    with transaction.atomic():
+    # called directly, the task's Celery retry re-raises the cause
+    with transaction.atomic(), pytest.raises(OperationalError):
         MemoryRecord.objects.select_for_update().filter(user_id=USER).first()
-        thread = threading.Thread(target=task)
-        thread.start()
-        pid = backend_pid(holder)
-        from ..conftest import wait_until, waiting_on_a_lock
-
-        with connection.cursor() as cursor:
-            wait_until(lambda: waiting_on_a_lock(pid), message="task to block")
-            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-    thread.join(timeout=60)
+        run_until_it_waits(lambda: tasks.run_item(item.id), _terminate, "the task")
     connections.close_all()
-    assert outcome.get("retry")
     item.refresh_from_db()
     assert (item.status, item.claim_token, item.claimed_at) == (ItemStatus.PLANNED, "", None)
     tasks.run_item(item.id)  # the retry
