@@ -45,6 +45,20 @@ def _own_connection(check):
 
 
 @dataclasses.dataclass
+class DatabaseAnswers(Database):
+    """The library's ``SELECT 1``. Its error would name the server (host, address, port)
+    to anyone, as ``/readyz`` needs no login: the answer gives the error's class only,
+    and the library's warning log keeps the whole error."""
+
+    def run(self):
+        try:
+            super().run()
+        except ServiceUnavailable as exc:
+            cause = exc.__cause__ or exc
+            raise ServiceUnavailable(f"database unreachable ({type(cause).__name__})") from cause
+
+
+@dataclasses.dataclass
 class Migrations(HealthCheck):
     """Every migration this code ships is applied to the database."""
 
@@ -126,7 +140,7 @@ class BeatHeartbeat(HealthCheck):
 def readiness_checks() -> list[tuple[str, HealthCheck]]:
     seconds = datetime.timedelta(seconds=settings.READYZ_TIMEOUT)
     checks = [
-        ("database", Database()),
+        ("database", DatabaseAnswers()),
         ("migrations", Migrations()),
         ("broker", Broker()),
         ("worker", Workers(app=celery_app, timeout=seconds)),

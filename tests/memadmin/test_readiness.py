@@ -77,3 +77,32 @@ def test_readiness_fails_while_a_migration_is_not_applied(client):
     finally:
         recorder.create(app=last.app, name=last.name, applied=last.applied)
     assert readiness(client)[1]["checks"]["migrations"] == "ok"
+
+
+def test_an_unreachable_database_is_reported_without_its_address():
+    """/readyz needs no login: its database check says that the database is unreachable,
+    not where the server is (the library's own message can name its host); the warning
+    log keeps the whole error for the operator."""
+    from django.db import connections
+    from django.db.backends.postgresql.base import DatabaseWrapper
+    from health_check.checks import Database
+    from health_check.exceptions import ServiceUnavailable
+
+    from memadmin.readiness import DatabaseAnswers
+
+    unknown = dict(connections["default"].settings_dict)  # .invalid never resolves
+    unknown.update(ENGINE="django.db.backends.postgresql", HOST="db.memadmin.invalid", PORT="5432",
+                  NAME="memadmin", USER="postgres", PASSWORD="", OPTIONS={})  # fmt: skip
+    # Set on this thread only, not in the settings: the test database stays the only one.
+    connections["closed"] = DatabaseWrapper(unknown, alias="closed")
+    try:
+        with pytest.raises(ServiceUnavailable) as library:
+            Database(alias="closed").run()
+        with pytest.raises(ServiceUnavailable) as ours:
+            DatabaseAnswers(alias="closed").run()
+    finally:
+        del connections["closed"]
+    assert "db.memadmin.invalid" in str(library.value)
+    assert str(ours.value) == "Unavailable: database unreachable (OperationalError)"
+    # the library logs a failed check with its traceback, the cause included
+    assert "db.memadmin.invalid" in str(ours.value.__cause__)
