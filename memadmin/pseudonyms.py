@@ -15,8 +15,9 @@ from django.conf import settings
 
 # URL keyword arguments that carry a memory user id (dashboard pages and the API).
 SUBJECT_URL_KWARGS = frozenset({"user", "user_id"})
-# Query parameters that carry one (or a fragment of one) on GET pages.
-SUBJECT_QUERY_PARAMS = frozenset({"user", "user_id", "q"})
+# Query parameters that carry one (or a fragment of one) on GET pages; an API sessions
+# page's cursor holds the user id of the last session listed.
+SUBJECT_QUERY_PARAMS = frozenset({"user", "user_id", "q", "cursor"})
 _ROUTE_PARAMETER = re.compile(r"<(?:[^<>:]+:)?(\w+)>")
 # What follows a "users" segment, when no route said which part is the id.
 _USERS_SEGMENT = "/users/"

@@ -8,6 +8,7 @@ that have no Django and no memadmin settings.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import weakref
 from collections.abc import Mapping
@@ -25,6 +26,39 @@ API_PREFIX = "/api/v1"
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 # Failures that happen before the request is sent: any call may be retried after them.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def without_user(path: str) -> str:
+    """A memadmin API path or URL with its user ids left out (``/users/<user>/``, and a
+    sessions page's ``cursor``, which holds one): the agent's logs and error messages
+    should not hold them (memadmin's own logs name a user by keyed hash only)."""
+    path, mark, query = path.partition("?")
+    parts = path.split("/")  # a segment holds no '/': ``segment`` quotes it
+    for i in range(2, len(parts) - 1):
+        if parts[i] == "users" and parts[i - 2] == "apps":
+            parts[i + 1] = "<user>"
+    params = [
+        "cursor=<cursor>" if p.startswith("cursor=") else p for p in query.split("&")
+    ]  # fmt: skip
+    return "/".join(parts) + mark + "&".join(params)
+
+
+class UserIdsOutOfHttpxLogs(logging.Filter):
+    """httpx logs every request's URL at INFO (``HTTP Request: GET https://…``); in a
+    memadmin URL the user id is replaced with ``<user>``. Other URLs pass unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(a, httpx.URL) for a in args):
+            record.args = tuple(
+                without_user(str(a)) if isinstance(a, httpx.URL) and API_PREFIX + "/apps/" in a.path
+                else a
+                for a in args
+            )  # fmt: skip
+        return True
+
+
+logging.getLogger("httpx").addFilter(UserIdsOutOfHttpxLogs())
 
 
 def segment(name: str, value: object) -> str:
@@ -168,7 +202,8 @@ class MemadminClient:
                 retry = idempotent or isinstance(exc, NOT_SENT)
                 if not retry or attempt >= self.retries:
                     raise MemadminUnavailable(
-                        f"memadmin at {self.base_url} did not answer {method} {path}: "
+                        f"memadmin at {self.base_url} did not answer {method} "
+                        f"{without_user(path)}: "
                         f"{type(exc).__name__}: {exc}"
                     ) from exc
             else:

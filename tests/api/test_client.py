@@ -2,6 +2,7 @@
 
 import asyncio
 import gc
+import logging
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from memadmin_client import (
     RemoteSessionService,
     ServerError,
 )
+from memadmin_client.sessions import PAGE_SIZE
 from records.models import MemoryRecord, SessionEvent
 
 from ..records.factories import text_event
@@ -120,6 +122,46 @@ def test_a_call_that_is_not_idempotent_is_retried_only_if_it_was_never_sent():
         with pytest.raises((ServerError, MemadminUnavailable)):
             asyncio.run(service.create_session(app_name=APP, user_id=USER, session_id="s1"))
         assert len(transport.requests) == 1
+
+
+def test_the_agents_logs_and_errors_do_not_name_the_user(caplog):
+    """httpx logs each request's URL at INFO, and a failed call's error quotes its path:
+    both leave out the user id, in the path and in a sessions page's cursor (which holds
+    one). memadmin's own logs name a user by keyed hash; this process has no key."""
+    cursor = f"1.5~{USER.encode().hex()}~{b's1'.hex()}"
+    client, transport = scripted(
+        httpx.Response(200, json=session_json()),
+        httpx.Response(200, json={"sessions": [], "nextCursor": cursor}),
+        httpx.Response(200, json={"sessions": []}),
+        *[httpx.ConnectError("refused") for _ in range(4)],
+    )
+    service = RemoteSessionService(client=client)
+    with caplog.at_level("INFO", logger="httpx"):
+        asyncio.run(service.get_session(app_name=APP, user_id=USER, session_id="s1"))
+        asyncio.run(service.list_sessions(app_name=APP))
+        with pytest.raises(MemadminUnavailable) as failed:
+            asyncio.run(service.get_user_state(app_name=APP, user_id=USER))
+    assert str(transport.requests[2].url).endswith(f"cursor={cursor}")  # still sent
+    lines = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    assert len(lines) == 3
+    assert f"/api/v1/apps/{APP}/users/<user>/sessions/s1 " in lines[0]
+    assert lines[2].endswith(f'sessions?limit={PAGE_SIZE}&cursor=<cursor> "HTTP/1.1 200 OK"'), (
+        lines[2]
+    )
+    assert f"/apps/{APP}/users/<user>/state" in str(failed.value)
+    for text in (*lines, str(failed.value)):
+        assert USER not in text and USER.encode().hex() not in text
+
+
+def test_a_url_of_another_service_is_logged_as_it_is(caplog):
+    from memadmin_client.http import UserIdsOutOfHttpxLogs
+
+    url = httpx.URL("https://llm.example/v1/apps/a/users/bob/chat?cursor=x")
+    record = logging.LogRecord(
+        "httpx", logging.INFO, "", 1, "HTTP Request: %s %s", ("GET", url), None
+    )
+    assert UserIdsOutOfHttpxLogs().filter(record)
+    assert record.getMessage() == f"HTTP Request: GET {url}"
 
 
 def test_refused_input_is_a_value_error_with_the_servers_message():

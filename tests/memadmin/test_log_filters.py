@@ -130,6 +130,14 @@ def test_the_runserver_access_line_names_users_by_pseudonym(caplog):
     assert f"/users/pharmacy/{pseudonym('bänk/user 001')}/" in message
     assert f"q={pseudonym('bank-us')}" in message and "page=2" in message
     assert message.startswith('"GET ') and message.endswith('HTTP/1.1" 403 12')
+    # An API sessions page's cursor holds the last listed session's user id, hex-encoded.
+    cursor = f"1.5~{b'bank-user-001'.hex()}~{b's1'.hex()}"
+    line = f"GET /api/v1/apps/pharmacy/sessions?limit=5&cursor={cursor} HTTP/1.1"
+    with caplog.at_level("INFO", logger="django.server"):
+        logging.getLogger("django.server").warning('"%s" %s %s', line, "200", "12")
+    message = caplog.records[-1].getMessage()
+    assert b"bank-user-001".hex() not in message
+    assert f"cursor={pseudonym(cursor)}" in message and "limit=5" in message
     # The same id written the old way, "/" and all, matches no route: all after /users/ goes.
     old = "GET /users/pharmacy/b%C3%A4nk/user%20001/ HTTP/1.1"
     with caplog.at_level("INFO", logger="django.server"):
