@@ -26,7 +26,8 @@ from records.models import SESSION_ID_MAX
 
 from .openapi import ID_RULE, NO_NUL_RULE
 
-REVISION_MAX = 32
+# A session's marker (records.sessions.revision_marker): two bigints and a dot.
+REVISION_MAX = 39
 
 
 def _id(max_length: int, **kwargs: Any) -> Any:
@@ -80,7 +81,10 @@ class SessionOut(Session):
     refused as stale (409, ``stale_session``), as ADK's own database service does.
     """
 
-    revision: str = Field(description="Storage revision this session object reflects.")
+    revision: str = Field(
+        description="Storage revision this session object reflects, as an opaque string "
+        "(it names the stored session and its count of appends)."
+    )
 
     @classmethod
     def of(cls, session: Session) -> SessionOut:

@@ -27,8 +27,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, Max, Model, OuterRef, Subquery, TextField
-from django.db.models.functions import Cast
+from django.db.models import Exists, Max, Model, OuterRef, Subquery, TextField, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -47,7 +47,7 @@ from google.adk.sessions.state import State
 from memadmin_client.wire import without_temp_keys
 
 from . import one_trip
-from .ids import validate_app_name, validate_id
+from .ids import decimal_id, validate_app_name, validate_id
 from .locks import acquire_user_lock, user_lock_key
 from .models import (
     SESSION_ID_MAX,
@@ -73,6 +73,8 @@ __all__ = [
     "get_user_state",
     "list_sessions",
     "list_sessions_page",
+    "next_marker",
+    "revision_marker",
 ]
 
 
@@ -113,9 +115,32 @@ def _check_event_columns(event: Event) -> None:
 # --- reading --------------------------------------------------------------------
 
 
+def revision_marker(row_id: int, revision: int) -> str:
+    """A session object's ``_storage_update_marker``: which stored session it was read
+    from (its row) and at which revision. A session deleted and created again under its
+    id is another row, so an object read before the delete is stale whatever the
+    revisions (ADK's database service marks with the update time for that reason)."""
+    return f"{row_id}.{revision}"
+
+
+def next_marker(marker: str) -> str | None:
+    """The marker one append after ``marker``, or None if it is not one we write."""
+    row_id, dot, revision = marker.partition(".")
+    ids = decimal_id(row_id), decimal_id(revision)
+    if not dot or ids[0] is None or ids[1] is None:
+        return None
+    return revision_marker(ids[0], ids[1] + 1)
+
+
 def _to_session(row: AgentSession, state: dict[str, Any], events: list[Event]) -> Session:
     return _session_of(
-        row.app_name, row.user_id, row.session_id, state, events, row.last_update_time, row.revision
+        row.app_name,
+        row.user_id,
+        row.session_id,
+        state,
+        events,
+        row.last_update_time,
+        revision_marker(row.id, row.revision),
     )
 
 
@@ -142,10 +167,10 @@ def _session_of(
     state: dict[str, Any],
     events: list[Event],
     last_update_time: float,
-    revision: int,
+    marker: str,
 ) -> Session:
     session = _sessions_of(
-        app_name, [(user_id, session_id, None, last_update_time, str(revision))], [state], {}, {}
+        app_name, [(user_id, session_id, None, last_update_time, marker)], [state], {}, {}
     )[0]
     session.__dict__["events"] = events
     return session
@@ -282,7 +307,12 @@ def _listing(
         "session_id",
         Cast("state", TextField()),
         "last_update_time",
-        Cast("revision", TextField()),  # as the session's marker holds it
+        Concat(  # the session's marker (revision_marker)
+            Cast("id", TextField()),
+            Value("."),
+            Cast("revision", TextField()),
+            output_field=TextField(),
+        ),
         "listed_at",
     )
     app_state = AppState.objects.filter(app_name=app_name).values_list(Cast("state", TextField()))
@@ -359,7 +389,7 @@ def _sessions_of(
     app_shared: dict[str, Any],
 ) -> list[Session]:
     """A ``Session`` without events for every listed row (user, session, _, time,
-    revision as text, and anything after), its state completed with the user's shared
+    marker, and anything after), its state completed with the user's shared
     states (``app_shared`` for a user without any).
 
     Not a validation: every value comes from our own columns (checked when written).
@@ -373,7 +403,7 @@ def _sessions_of(
     other_fields, other_private = _OTHER_FIELDS, _OTHER_PRIVATE
     built = []
     append = built.append
-    for (user, session_id, _, updated, revision, *_), state in zip(listed, states, strict=True):
+    for (user, session_id, _, updated, marker, *_), state in zip(listed, states, strict=True):
         state.update(shared.get(user, app_shared))
         session = new(Session)
         set_slot(
@@ -392,7 +422,7 @@ def _sessions_of(
         set_slot(session, "__pydantic_fields_set__", set(fields))
         set_slot(session, "__pydantic_extra__", None)
         set_slot(
-            session, "__pydantic_private__", {**other_private, "_storage_update_marker": revision}
+            session, "__pydantic_private__", {**other_private, "_storage_update_marker": marker}
         )
         append(session)
     return built
@@ -556,11 +586,13 @@ def _check_not_stale(row: AgentSession, session: Session) -> None:
     """Refuse a session object older than storage, as ADK's database service does."""
     marker = session._storage_update_marker
     if marker is not None:
-        if marker != str(row.revision):
+        stored = revision_marker(row.id, row.revision)
+        if marker != stored:
             raise StaleSessionError(
-                f"Session {row.session_id} is at revision {row.revision} in storage but this "
-                f"session object was loaded at revision {marker}. Reload it with get_session "
-                "before appending more events."
+                f"Session {row.session_id} is at revision {stored} in storage but this "
+                f"session object was loaded at revision {marker} (a revision names the "
+                "stored session too: one deleted and created again is another). Reload it "
+                "with get_session before appending more events."
             )
         return
     # A session object that did not come from us (no marker): stale only if storage has
@@ -601,7 +633,7 @@ def _append_sql() -> str:
         FOR UPDATE
     ), fit AS (
         SELECT target.id FROM target
-        WHERE target.revision::text = %(marker)s AND NOT EXISTS (
+        WHERE target.id::text || '.' || target.revision::text = %(marker)s AND NOT EXISTS (
             SELECT 1 FROM {event_t} e
             WHERE e.session_id = target.id AND e.event_id = %(event_id)s
         )
@@ -630,7 +662,7 @@ def _append_sql() -> str:
         listed_at = GREATEST(s.listed_at, %(ts)s), revision = s.revision + 1,
         event_count = s.event_count + 1
     FROM fit WHERE s.id = fit.id
-    RETURNING s.revision"""  # noqa: S608 - the models' tables; values are parameters
+    RETURNING s.id, s.revision"""  # noqa: S608 - the models' tables; values are parameters
 
 
 _APPEND_SQL = _append_sql()
@@ -638,10 +670,10 @@ _APPEND_SQL = _append_sql()
 
 def _append_in_one_round_trip(
     session: Session, event: Event, data: dict[str, Any], deltas: dict[str, dict[str, Any]]
-) -> int | None:
+) -> str | None:
     """PostgreSQL: store the event, its state deltas and the session's new revision in
     one query string (one round trip; outside a transaction PostgreSQL runs the string
-    as one, so the lock is held to its end). The new revision, or None if it did not
+    as one, so the lock is held to its end). The new marker, or None if it did not
     write: a missing session, a stale one, an event id already stored."""
     with connection.cursor() as cursor:
         _locked, written = one_trip.execute(
@@ -667,7 +699,7 @@ def _append_in_one_round_trip(
                 "now": timezone.now(),
             },
         )
-    return written[0][0] if written else None
+    return revision_marker(*written[0]) if written else None
 
 
 def append_event(session: Session, event: Event, *, now: float | None = None) -> Event:
@@ -700,9 +732,9 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
         # The common append (a session object we returned, no temp: keys) in one round
         # trip; anything it does not write goes the ORM's way below, which re-checks all.
         deltas = storable(extract_json_safe_state_delta(delta), what="a state delta")
-        revision = _append_in_one_round_trip(session, event, as_delivered, deltas)
-        if revision is not None:
-            _commit_to_session(session, event, event.timestamp, revision)
+        marker = _append_in_one_round_trip(session, event, as_delivered, deltas)
+        if marker is not None:
+            _commit_to_session(session, event, event.timestamp, marker)
             return event
 
     with transaction.atomic():
@@ -757,13 +789,13 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
             update_fields=["state", "last_update_time", "listed_at", "revision", "event_count"]
         )
 
-    _commit_to_session(session, event, row.last_update_time, row.revision)
+    _commit_to_session(session, event, row.last_update_time, revision_marker(row.id, row.revision))
     return event
 
 
-def _commit_to_session(session: Session, event: Event, updated: float, revision: int) -> None:
+def _commit_to_session(session: Session, event: Event, updated: float, marker: str) -> None:
     session.last_update_time = updated
-    session._storage_update_marker = str(revision)
+    session._storage_update_marker = marker
     # As BaseSessionService._commit_event_to_session: every non-temp key, prefixed or not.
     session.state.update(event.actions.state_delta or {})
     session.events.append(event)

@@ -10,7 +10,6 @@ from google.adk.sessions.session import Session
 from ninja import Query, Router
 
 from records import sessions
-from records.ids import decimal_id
 from records.models import SESSION_ID_MAX, USER_ID_MAX
 
 from ..errors import ApiError
@@ -250,8 +249,7 @@ def _redelivered(app_name, user_id, session_id, event, revision: str | None) -> 
         and bool(latest.events)
         and latest.events[-1].id == event.id
         and revision is not None
-        and (stored := decimal_id(revision)) is not None
-        and latest._storage_update_marker == str(stored + 1)
+        and latest._storage_update_marker == sessions.next_marker(revision)
     )
     return AppendEventOut(
         event=event,

@@ -181,7 +181,7 @@ def test_openapi_document_and_docs_are_served_without_login(client):
 
 def test_create_get_list_and_delete_a_session(api):
     created = new_session(api, "s1", **{"user:name": "Ann", "app:tier": "gold", "k": 1})
-    assert created["revision"] == "0"
+    assert created["revision"] == f"{AgentSession.objects.get().id}.0"
     assert created["state"] == {"user:name": "Ann", "app:tier": "gold", "k": 1}
     assert_error(api.post("sessions", {"sessionId": "s1"}), 409, "already_exists", "s1")
 
@@ -276,10 +276,11 @@ def test_append_event_stores_it_applies_state_and_bumps_the_revision(api):
     response = append(api, session, ev)
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["stored"] is True and body["revision"] == "1"
+    row_id = AgentSession.objects.get().id
+    assert body["stored"] is True and body["revision"] == f"{row_id}.1"
     assert body["event"]["actions"]["stateDelta"] == {"user:city": "Leeds", "step": 2}
     got = api.get("sessions/s1").json()
-    assert got["revision"] == "1" and got["lastUpdateTime"] == body["lastUpdateTime"]
+    assert got["revision"] == f"{row_id}.1" and got["lastUpdateTime"] == body["lastUpdateTime"]
     assert [e["content"]["parts"][0]["text"] for e in got["events"]] == [
         "Please deliver to 4 Mill Lane"
     ]
@@ -307,7 +308,7 @@ def test_a_retried_append_is_stored_once_and_catches_the_revision_up(api):
     assert (body["revision"], body["lastUpdateTime"]) == (first["revision"], 1_700_000_000.5)
     assert SessionEvent.objects.count() == 1
     # once another event followed, a re-delivery from the old revision is not caught up
-    assert append(api, {**session, "revision": "1"}, event("next")).status_code == 200
+    assert append(api, {**session, "revision": first["revision"]}, event("next")).status_code == 200
     late = append(api, session, ev).json()
     assert late["stored"] is False and "revision" not in late
     assert SessionEvent.objects.count() == 2
@@ -707,8 +708,10 @@ def test_an_oversized_body_is_413_and_nothing_is_written(api, settings):
 @pytest.mark.postgres
 def test_nul_in_text_is_stored_as_a_replacement_character_on_every_database(api):
     # PostgreSQL refuses NUL in text; records.storable replaces it everywhere alike.
-    new_session(api)
-    response = api.post("sessions/s1/events", {"event": event("nul \x00 inside"), "revision": "0"})
+    new = new_session(api)
+    response = api.post(
+        "sessions/s1/events", {"event": event("nul \x00 inside"), "revision": new["revision"]}
+    )
     assert response.status_code in (200, 201), response.content
     [stored] = SessionEvent.objects.all()
     assert stored.data["content"]["parts"][0]["text"] == "nul \ufffd inside"
@@ -725,7 +728,9 @@ def test_a_retried_append_with_a_revision_of_non_ascii_digits_is_not_an_internal
     session = new_session(api)
     ev = event("I am allergic to penicillin", id="ev-1")
     assert append(api, session, ev).status_code == 200
-    retry = append(api, {**session, "revision": "²"}, ev)  # a digit to str.isdigit, not int()
+    row_id = AgentSession.objects.get().id
+    # "²" is a digit to str.isdigit, not to int()
+    retry = append(api, {**session, "revision": f"{row_id}.²"}, ev)
     assert "invalid literal" not in retry.text
     assert_error(retry, 409, "stale_session", "get_session")  # no revision we ever gave
     assert SessionEvent.objects.count() == 1

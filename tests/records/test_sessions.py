@@ -148,7 +148,7 @@ def test_rows_keep_event_count_revision_positions_and_last_update_time():
         (e.id, e.invocation_id, e.author, e.timestamp) for e in sent
     ]
     assert [e.data for e in stored] == [e.model_dump(mode="json", exclude_none=True) for e in sent]
-    assert session._storage_update_marker == "3"
+    assert session._storage_update_marker == f"{row.id}.3"
 
 
 @pytest.mark.django_db
@@ -196,13 +196,35 @@ def test_a_stale_append_through_the_sync_api_changes_nothing():
     theirs = sessions.get_session(app_name=APP, user_id=ALICE, session_id="s1")
     sessions.append_event(theirs, event("theirs"))
 
-    with pytest.raises(StaleSessionError, match="revision 1 in storage.*revision 0"):
+    row_id = AgentSession.objects.get().id
+    with pytest.raises(StaleSessionError, match=rf"revision {row_id}\.1 in storage.*{row_id}\.0"):
         sessions.append_event(mine, event("mine", delta={"user:x": 1}))
 
     row = AgentSession.objects.get()
     assert (row.revision, row.event_count) == (1, 1)
     assert not UserState.objects.exists()
     assert mine.events == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("appends", [0, 1])
+def test_a_session_object_of_a_deleted_session_is_stale_for_one_created_again(appends):
+    """A session deleted (by its agent, or retired by the sweeper) and created again under
+    its id is another session: an object read from the old one is stale, however many
+    events either holds (both at revision 0, or both at 1)."""
+    old = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    for n in range(appends):
+        sessions.append_event(old, event(f"old {n}"))
+    sessions.delete_session(app_name=APP, user_id=ALICE, session_id="s1")
+    new = sessions.create_session(app_name=APP, user_id=ALICE, session_id="s1", state={"k": 1})
+    for n in range(appends):
+        sessions.append_event(new, event(f"new {n}"))
+
+    with pytest.raises(StaleSessionError, match="deleted and created again"):
+        sessions.append_event(old, event("from the old session", delta={"k": 2, "user:x": 1}))
+    row = AgentSession.objects.get()
+    assert (row.revision, row.event_count, row.state) == (appends, appends, {"k": 1})
+    assert not UserState.objects.exists()
 
 
 @pytest.mark.django_db
@@ -586,7 +608,8 @@ def test_the_one_round_trip_append_stores_what_the_orm_path_stores():
             session.state,
             session.last_update_time,
         )
-        assert session._storage_update_marker == "3"
+        row_id = AgentSession.objects.get(app_name=f"{APP}-{user}").id
+        assert session._storage_update_marker == f"{row_id}.3"
     assert stores[True] == stores[False]
     assert stores[True][0] == ({"k": 2, "n": None}, T - 40, 3, 3)
     assert [r[0] for r in stores[True][1]] == [0, 1, 2]
@@ -616,7 +639,7 @@ def test_listed_and_fetched_sessions_are_the_sessions_adk_would_validate():
     for built in [got, *listed]:
         row = AgentSession.objects.get(app_name=APP, user_id=ALICE, session_id=built.id)
         valid = Session(**{name: getattr(built, name) for name in Session.model_fields})
-        valid._storage_update_marker = str(row.revision)
+        valid._storage_update_marker = f"{row.id}.{row.revision}"
         assert built == valid  # fields, extra and private slots (the revision)
         assert built.model_dump() == valid.model_dump()
         assert built.__pydantic_fields_set__ == set(Session.model_fields)
