@@ -6,7 +6,7 @@ class MemadminConfig(AppConfig):
     verbose_name = "memadmin"
 
     def ready(self):
-        from . import counters, request_context
+        from . import counters, login_attempts, request_context  # noqa: F401 - receivers
 
         counters.count_database_queries()
         request_context.connect_signals()

@@ -79,3 +79,23 @@ def test_another_staff_members_lockout_does_not_lock_carol(carol, make_user, set
         check(dave, "nope")
     assert check(dave, PASSWORD).status_code == settings.AXES_HTTP_RESPONSE_CODE
     assert check(staff_client(carol), PASSWORD).status_code == 302
+
+
+def test_a_failed_check_or_login_keeps_no_request_data(carol, settings):
+    """django-axes would keep a failed attempt's form and query string, masking only the
+    password: the erasure form's subject, ticket and reason, a login's ``next`` (a user's
+    page). The attempt keeps what the lockout needs, no request data."""
+    from axes.models import AccessAttempt
+
+    subject = "bank-user-001"
+    form = {"scope": "app", "app_name": "pharmacy", "user_id": subject,
+            "user_id_again": subject, "ticket": "T-9", "reason": "gdpr art 17"}  # fmt: skip
+    client = staff_client(carol)
+    refused = client.post("/erasure/new/", {**form, "password": "wrong-password"})
+    assert refused.status_code == 403
+    Client().post(f"/login/?next=/users/pharmacy/{subject}/", {"username": "carol",
+                  "password": "nope", "next": f"/users/pharmacy/{subject}/"})  # fmt: skip
+    attempt = AccessAttempt.objects.get(username="carol")
+    assert attempt.failures_since_start == 2  # both counted, as one lockout
+    assert (attempt.get_data, attempt.post_data) == ("", "")
+    assert not AccessAttempt.objects.filter(post_data__contains=subject).exists()
