@@ -16,6 +16,7 @@ from django.urls import Resolver404, resolve
 
 from .pseudonyms import (
     SUBJECT_QUERY_PARAMS,
+    TARGET_QUERY_PARAMS,
     pseudonym,
     pseudonymous_path,
     route_with,
@@ -63,10 +64,20 @@ def pseudonymous_target(target: str) -> str:
         safe = None
     path = safe if safe is not None else unrouted_path(path)
     query = [
-        (name, pseudonym(value) if name in SUBJECT_QUERY_PARAMS and value else value)
+        (name, _pseudonymous_value(name, value))
         for name, value in parse_qsl(parts.query, keep_blank_values=True)
     ]
     return path + (f"?{urlencode(query, safe=':/')}" if query else "")
+
+
+def _pseudonymous_value(name: str, value: str) -> str:
+    if not value:
+        return value
+    if name in SUBJECT_QUERY_PARAMS:
+        return pseudonym(value)
+    if name in TARGET_QUERY_PARAMS:  # a page's target, whose own ids go the same way
+        return pseudonymous_target(value)
+    return value
 
 
 class AccessLogFilter(logging.Filter):

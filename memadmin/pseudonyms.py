@@ -18,6 +18,8 @@ SUBJECT_URL_KWARGS = frozenset({"user", "user_id"})
 # Query parameters that carry one (or a fragment of one) on GET pages; an API sessions
 # page's cursor holds the user id of the last session listed.
 SUBJECT_QUERY_PARAMS = frozenset({"user", "user_id", "q", "cursor"})
+# Query parameters that carry a request target (the login page's ``next``).
+TARGET_QUERY_PARAMS = frozenset({"next"})
 _ROUTE_PARAMETER = re.compile(r"<(?:[^<>:]+:)?(\w+)>")
 # What follows a "users" segment, when no route said which part is the id.
 _USERS_SEGMENT = "/users/"

@@ -2,6 +2,7 @@
 
 import logging
 import sys
+from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
@@ -130,6 +131,14 @@ def test_the_runserver_access_line_names_users_by_pseudonym(caplog):
     assert f"/users/pharmacy/{pseudonym('bänk/user 001')}/" in message
     assert f"q={pseudonym('bank-us')}" in message and "page=2" in message
     assert message.startswith('"GET ') and message.endswith('HTTP/1.1" 403 12')
+    # The login page's next is the page asked for: its own ids are pseudonymised.
+    line = "GET /login/?next=/users/pharmacy/b%C3%A4nk~suser%20001/%3Fq%3Dbank-us HTTP/1.1"
+    with caplog.at_level("INFO", logger="django.server"):
+        logging.getLogger("django.server").warning('"%s" %s %s', line, "200", "12")
+    message = caplog.records[-1].getMessage()
+    assert "b%C3%A4nk" not in message and "bank-us" not in message, message
+    target = f"/users/pharmacy/{pseudonym('bänk/user 001')}/?q={pseudonym('bank-us')}"
+    assert message == f'"GET /login/?{urlencode({"next": target}, safe=":/")} HTTP/1.1" 200 12'
     # An API sessions page's cursor holds the last listed session's user id, hex-encoded.
     cursor = f"1.5~{b'bank-user-001'.hex()}~{b's1'.hex()}"
     line = f"GET /api/v1/apps/pharmacy/sessions?limit=5&cursor={cursor} HTTP/1.1"
