@@ -65,9 +65,11 @@ def clean_text(text: str) -> str:
     return text
 
 
-def dedupe_key(app_name: str, user_id: str, scope: str, item_id: str) -> str:
-    """Stable key of (app, user, session or 'memory', event or memory id)."""
-    raw = "\x1f".join((app_name, user_id, scope, item_id))
+def dedupe_key(app_name: str, user_id: str, scope: str, item_id: str, variant: int = 0) -> str:
+    """Stable key of (app, user, session or 'memory', event or memory id); ``variant``
+    n > 0 for the n-th other text under the same event id (see ``from_events``)."""
+    parts = (app_name, user_id, scope, item_id) + ((str(variant),) if variant else ())
+    raw = "\x1f".join(parts)
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -152,6 +154,10 @@ class Extractor:
     ) -> list[Candidate]:
         out = []
         before: deque[tuple[str, str]] = deque(maxlen=CONTEXT_TURNS)
+        # A session may hold two events with one id and different texts (a re-delivery
+        # is stored once, a different event is stored): each text keeps a key of its
+        # own, the first the id's, so neither is taken for a duplicate of the other.
+        texts_of: dict[str, list[str]] = {}
         for event in events:
             if getattr(event, "partial", False):
                 continue
@@ -161,12 +167,17 @@ class Extractor:
             event_id = event.id or ""
             author = storable_text((event.author or "")[:256])
             context = tuple(before)
-            before.append((author, clean_text(text)))
+            cleaned = clean_text(text)
+            before.append((author, cleaned))
+            key = None
+            if event_id:
+                texts = texts_of.setdefault(event_id, [])
+                if cleaned not in texts:
+                    texts.append(cleaned)
+                key = dedupe_key(app_name, user_id, session_id, event_id, texts.index(cleaned))
             candidate = self._candidate(
                 text,
-                dedupe_key=dedupe_key(app_name, user_id, session_id, event_id)
-                if event_id
-                else None,
+                dedupe_key=key,
                 session_id=session_id,
                 event_ids=(event_id,) if event_id else (),
                 author=author,

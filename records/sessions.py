@@ -71,6 +71,7 @@ __all__ = [
     "delete_session",
     "get_session",
     "get_user_state",
+    "is_last_event",
     "list_sessions",
     "list_sessions_page",
     "next_marker",
@@ -555,6 +556,23 @@ def _is_stored_already(row: AgentSession, event: Event, as_stored: dict[str, Any
     )
     wanted = _by_value(as_stored)
     return any(_by_value(data) == wanted for data in stored)
+
+
+def is_last_event(app_name: str, user_id: str, session_id: str, event: Event) -> bool:
+    """Whether the session's last stored event is ``event``, judged as a re-delivery is
+    (``_is_stored_already``): a session may hold another event with the same id."""
+    data = (
+        SessionEvent.objects.filter(
+            session__app_name=app_name, session__user_id=user_id, session__session_id=session_id
+        )
+        .order_by("-position")
+        .values_list("data", flat=True)
+        .first()
+    )
+    as_stored = _without_temp(
+        storable(event.model_dump(mode="json", exclude_none=True), what="an event")
+    )
+    return data is not None and _by_value(data) == _by_value(as_stored)
 
 
 def _by_value(value: Any) -> Any:

@@ -246,10 +246,9 @@ def _redelivered(app_name, user_id, session_id, event, revision: str | None) -> 
     )
     caught_up = (
         latest is not None
-        and bool(latest.events)
-        and latest.events[-1].id == event.id
         and revision is not None
         and latest._storage_update_marker == sessions.next_marker(revision)
+        and sessions.is_last_event(app_name, user_id, session_id, event)
     )
     return AppendEventOut(
         event=event,

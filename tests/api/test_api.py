@@ -349,6 +349,20 @@ def test_unstorable_characters_in_event_columns_are_replaced_alike_on_both_datab
     assert (got["id"], got["author"]) == ("e\ufffd1", "x\ufffdy")
 
 
+def test_a_retry_is_caught_up_only_if_the_write_since_was_its_own(api):
+    """A session may hold a different event that shares an id: a retry of the first,
+    from the revision before the other was stored, is not told it is caught up."""
+    session = new_session(api)
+    first = event("My blood type is O negative", id="e1", timestamp=1_700_000_000.5)
+    at_one = append(api, session, first).json()
+    other = event("My insurance number is 12345", id="e1", timestamp=1_700_000_001.5)
+    assert append(api, {**session, "revision": at_one["revision"]}, other).json()["stored"]
+    late = append(api, {**session, "revision": at_one["revision"]}, first)
+    assert late.status_code == 200
+    assert late.json()["stored"] is False and "revision" not in late.json()
+    assert SessionEvent.objects.count() == 2
+
+
 def test_a_session_object_without_a_revision_is_judged_by_its_last_event(api):
     session = new_session(api)
     stored = append(api, session, event("one", id="e1")).json()

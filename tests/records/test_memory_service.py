@@ -78,6 +78,25 @@ def test_add_events_is_an_incremental_delta_and_idempotent():
     assert set(MemoryRecord.objects.values_list("source_session_id", flat=True)) == {"s1"}
 
 
+def test_events_sharing_an_id_with_different_texts_are_each_remembered_once():
+    """The session service stores a different event that shares an id (only an equal
+    re-delivery is dropped): memory keeps each text, and a re-ingest adds nothing."""
+    svc = service()
+    first = text_event("My blood type is O negative", id="e1")
+    other = text_event("My insurance number is 12345", id="e1")
+    again = text_event("My blood type is O negative", id="e1")  # an equal one, later
+    held = session([first, text_event("I live in Leeds"), other, again], id="s1")
+    for _ in range(2):
+        run(svc.add_session_to_memory(held))
+    assert sorted(MemoryRecord.objects.values_list("content", flat=True)) == [
+        "I live in Leeds",
+        "My blood type is O negative",
+        "My insurance number is 12345",
+    ]
+    found = run(svc.search_memory(app_name="pharmacy", user_id="u1", query="insurance number"))
+    assert [m.content.parts[0].text for m in found.memories][:1] == ["My insurance number is 12345"]
+
+
 def test_add_memory_stores_explicit_entries_with_caller_importance():
     svc = service()
     run(
