@@ -36,7 +36,7 @@ from pydantic_core import to_jsonable_python
 from .ids import validate_app_name, validate_id
 from .locks import acquire_user_lock
 from .models import SESSION_ID_MAX, USER_ID_MAX, Artifact
-from .storable import storable
+from .storable import storable, storable_text
 
 USER_NAMESPACE = "user:"
 FILENAME_MAX = Artifact._meta.get_field("filename").max_length
@@ -221,7 +221,8 @@ def save_artifact(
     """Store a new version of the artifact and return its number (the first is 0)."""
     scope = _scope(app_name, user_id, filename, session_id)
     part = ensure_part(artifact)
-    mime_type = _mime_type(part, app_name, user_id, session_id)
+    # NUL and lone surrogates become U+FFFD, on both databases (records.storable).
+    mime_type = storable_text(_mime_type(part, app_name, user_id, session_id))
     if len(mime_type) > MIME_TYPE_MAX:
         raise InputValidationError(
             f"mime_type is {len(mime_type)} characters long; at most {MIME_TYPE_MAX} are allowed."

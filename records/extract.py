@@ -178,8 +178,8 @@ class Extractor:
             candidate = self._candidate(
                 text,
                 dedupe_key=key,
-                session_id=session_id,
-                event_ids=(event_id,) if event_id else (),
+                session_id=storable_text(session_id[:256]),
+                event_ids=(storable_text(event_id),) if event_id else (),
                 author=author,
                 entry_timestamp=readable(event.timestamp),
                 context=context,
@@ -192,6 +192,7 @@ class Extractor:
         self, app_name: str, user_id: str, memories: Iterable, metadata: Mapping | None
     ) -> list[Candidate]:
         overrides = memory_overrides(metadata or {})
+        session_id = metadata_session_id(metadata or {})
         out = []
         for memory in memories:
             parts = (memory.content.parts or []) if memory.content else []
@@ -201,7 +202,7 @@ class Extractor:
             candidate = self._candidate(
                 text,
                 dedupe_key=memory_key(app_name, user_id, memory.id) if memory.id else None,
-                session_id=str((metadata or {}).get("session_id") or "")[:256],
+                session_id=session_id,
                 event_ids=(),
                 author=storable_text((memory.author or "")[:256]),
                 entry_timestamp=_parse_iso(memory.timestamp),
@@ -245,6 +246,19 @@ def memory_overrides(metadata: Mapping) -> dict:
             raise ValueError("custom_metadata['pinned'] must be true or false")
         out["pinned"] = metadata["pinned"]
     return out
+
+
+def metadata_session_id(metadata: Mapping) -> str:
+    """The session an add_memory call names in ``custom_metadata['session_id']``, as
+    stored ('' for none); a ValueError for anything but a string."""
+    value = metadata.get("session_id")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(
+            f"custom_metadata['session_id'] must be a string, not {type(value).__name__}"
+        )
+    return storable_text(value[:256])
 
 
 def _parse_iso(value: str | None) -> datetime | None:

@@ -56,6 +56,16 @@ def test_inline_bytes_live_in_data_and_the_rest_of_the_part_in_part():
 
 
 @pytest.mark.django_db
+def test_nul_and_a_lone_surrogate_in_a_mime_type_are_stored_as_replacement_characters():
+    """As every stored text: the same on both databases (PostgreSQL refuses NUL)."""
+    save("a.bin", types.Part(inline_data=types.Blob(mime_type="a\x00b\ud800", data=b"1")))
+    row = Artifact.objects.get(filename="a.bin")
+    assert row.mime_type == "a\ufffdb\ufffd"
+    loaded = artifacts.load_artifact(app_name=APP, user_id=ALICE, session_id="s1", filename="a.bin")
+    assert loaded.inline_data.mime_type == "a\ufffdb\ufffd"
+
+
+@pytest.mark.django_db
 def test_a_canonical_uri_is_itself_a_reference_adk_resolves():
     save("user:scan.pdf", types.Part(text="first"))
     save("user:scan.pdf", types.Part(text="second"))

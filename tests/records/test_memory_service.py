@@ -97,6 +97,36 @@ def test_events_sharing_an_id_with_different_texts_are_each_remembered_once():
     assert [m.content.parts[0].text for m in found.memories][:1] == ["My insurance number is 12345"]
 
 
+def test_ids_with_nul_or_a_lone_surrogate_are_stored_as_replacement_characters():
+    """An event id and a session named in add_memory's metadata are stored as every text
+    is (PostgreSQL refuses NUL): the same on both databases, nothing lost."""
+    svc = service()
+    events = [text_event("I live in Leeds", id="e\x00\ud800")]
+    run(svc.add_events_to_memory(app_name="pharmacy", user_id="u1", events=events))
+    entry = MemoryEntry(content=types.Content(parts=[types.Part(text="Likes jazz")]))
+    run(
+        svc.add_memory(
+            app_name="pharmacy", user_id="u1", memories=[entry],
+            custom_metadata={"session_id": "s\x00\ud800"},
+        )
+    )  # fmt: skip
+    leeds = MemoryRecord.objects.get(content="I live in Leeds")
+    assert leeds.source_event_ids == ["e\ufffd\ufffd"]
+    assert MemoryRecord.objects.get(content="Likes jazz").source_session_id == "s\ufffd\ufffd"
+
+
+def test_a_session_id_in_add_memory_metadata_must_be_a_string():
+    entry = MemoryEntry(content=types.Content(parts=[types.Part(text="Likes jazz")]))
+    with pytest.raises(ValueError, match=r"custom_metadata\['session_id'\] must be a string"):
+        run(
+            service().add_memory(
+                app_name="pharmacy", user_id="u1", memories=[entry],
+                custom_metadata={"session_id": {"a": 1}},
+            )
+        )  # fmt: skip
+    assert not MemoryRecord.objects.exists()
+
+
 def test_add_memory_stores_explicit_entries_with_caller_importance():
     svc = service()
     run(
