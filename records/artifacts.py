@@ -294,12 +294,15 @@ def list_artifact_keys(*, app_name: str, user_id: str, session_id: str | None = 
     scopes = [USER_SCOPE]
     if session_id is not None:
         scopes.append(_check_session_id(session_id))
-    return list(
+    return _sorted_filenames(
         Artifact.objects.filter(app_name=app_name, user_id=user_id, session_id__in=scopes)
-        .order_by("filename")
-        .values_list("filename", flat=True)
-        .distinct()
     )
+
+
+def _sorted_filenames(rows) -> list[str]:
+    # Sorted by Python, as ADK's services sort them (by code point): the database's
+    # order follows its collation ("B.txt" after "a.txt" under en-US, before it in C).
+    return sorted(rows.order_by().values_list("filename", flat=True).distinct())
 
 
 def delete_artifact(
@@ -352,11 +355,8 @@ def session_artifact_keys(*, app_name: str, user_id: str, session_id: str) -> li
     """Sorted filenames scoped to this one session (user-scoped ones are not its own)."""
     _check_owner(app_name, user_id)
     _check_session_id(session_id)
-    return list(
+    return _sorted_filenames(
         Artifact.objects.filter(app_name=app_name, user_id=user_id, session_id=session_id)
-        .order_by("filename")
-        .values_list("filename", flat=True)
-        .distinct()
     )
 
 

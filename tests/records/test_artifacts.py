@@ -65,6 +65,33 @@ def test_nul_and_a_lone_surrogate_in_a_mime_type_are_stored_as_replacement_chara
     assert loaded.inline_data.mime_type == "a\ufffdb\ufffd"
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_keys_are_listed_in_code_point_order_whatever_the_databases_collation():
+    """As ADK's services list them (Python's sort); a database made with an English
+    locale (docker-compose's image's default) would put "B.txt" after "a.txt"."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # undone with the test's transaction
+        cursor.execute("SELECT 1 FROM pg_collation WHERE collname = 'en-US-x-icu'")
+        if cursor.fetchone() is None:
+            pytest.skip("needs a PostgreSQL built with ICU (its en-US collation)")
+        length = Artifact._meta.get_field("filename").max_length
+        cursor.execute(
+            f"ALTER TABLE records_artifact ALTER COLUMN filename TYPE varchar({length}) "
+            'COLLATE "en-US-x-icu"'
+        )
+    names = ["_notes", "a.txt", "B.txt", "user:alpha", "user:Zed"]
+    for name in names:
+        save(name, types.Part(text=name))
+    assert artifacts.list_artifact_keys(app_name=APP, user_id=ALICE, session_id="s1") == sorted(
+        names
+    )
+    assert artifacts.session_artifact_keys(app_name=APP, user_id=ALICE, session_id="s1") == [
+        "B.txt", "_notes", "a.txt",
+    ]  # fmt: skip
+
+
 @pytest.mark.django_db
 def test_a_canonical_uri_is_itself_a_reference_adk_resolves():
     save("user:scan.pdf", types.Part(text="first"))
