@@ -13,7 +13,7 @@ from google.genai import types
 
 from .errors import is_absent
 from .http import RemoteService, file_path, user_path
-from .wire import dump, json_metadata
+from .wire import MAX_ARTIFACT_VERSION, dump, json_metadata
 
 
 class RemoteArtifactService(RemoteService, BaseArtifactService):
@@ -54,9 +54,12 @@ class RemoteArtifactService(RemoteService, BaseArtifactService):
         session_id: str | None = None,
         version: int | None = None,
     ) -> types.Part | None:
+        path = f"{user_path(app_name, user_id)}/artifacts/{file_path(filename)}"
+        if isinstance(version, int) and abs(version) > MAX_ARTIFACT_VERSION:
+            return None  # no such version is ever stored, as in process
         response = await self.client.request(
             "GET",
-            f"{user_path(app_name, user_id)}/artifacts/{file_path(filename)}",
+            path,
             params={"session_id": session_id, "version": version},
             app_name=app_name,
             idempotent=True,

@@ -14,7 +14,7 @@ from google.adk.sessions.session import Session
 
 from .errors import is_absent
 from .http import RemoteService, segment, session_path, user_path
-from .wire import dump, json_safe_state, session_from, without_temp_state
+from .wire import MAX_RECENT_EVENTS, dump, json_safe_state, session_from, without_temp_state
 
 # Sessions per request when listing (the server's largest page).
 PAGE_SIZE = 1_000
@@ -74,10 +74,10 @@ class RemoteSessionService(RemoteService, BaseSessionService):
     ) -> Session | None:
         params = {}
         if config is not None:
-            params = {
-                "num_recent_events": config.num_recent_events,
-                "after_timestamp": config.after_timestamp,
-            }
+            recent = config.num_recent_events
+            if isinstance(recent, int) and recent > MAX_RECENT_EVENTS:  # "all", as said
+                recent = MAX_RECENT_EVENTS
+            params = {"num_recent_events": recent, "after_timestamp": config.after_timestamp}
         path = session_path(app_name, user_id, _stripped(session_id))
         response = await self.client.request(
             "GET", path, params=params, app_name=app_name, idempotent=True, allow=frozenset({404})

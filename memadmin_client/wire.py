@@ -13,6 +13,12 @@ from google.adk.sessions.state import State
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+# Bounds of the API's query numbers (api.routes), shared with it. A number beyond one asks
+# for no more than the bound does, so the client sends the bound, or answers itself.
+# Far beyond any real session, small enough for every database's OFFSET:
+MAX_RECENT_EVENTS = 1_000_000_000
+MAX_ARTIFACT_VERSION = 2**31 - 1  # an artifact version column's range
+
 
 def dump(model: BaseModel, *, fallback: Callable[[Any], Any] | None = None) -> Any:
     """``model`` as ADK's JSON; ``fallback``: what a value pydantic cannot dump becomes

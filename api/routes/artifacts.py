@@ -13,6 +13,7 @@ from django.utils import timezone
 from google.genai import types
 from ninja import Path, Query, Router, Status
 
+from memadmin_client.wire import MAX_ARTIFACT_VERSION
 from records import artifacts
 from records.artifacts import FILENAME_MAX
 
@@ -38,7 +39,7 @@ register_converter(AnyPathConverter, "anypath")
 
 router = Router(tags=["artifacts"])
 
-MAX_VERSION = 2**31 - 1
+MAX_VERSION = MAX_ARTIFACT_VERSION  # shared with the client, which answers beyond it
 Filename = Annotated[str, Path(min_length=1, max_length=FILENAME_MAX)]
 SessionQuery = Query(None, description="Needed for session-scoped (non 'user:') filenames.")
 

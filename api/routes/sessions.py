@@ -9,6 +9,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.adk.sessions.session import Session
 from ninja import Query, Router
 
+from memadmin_client.wire import MAX_RECENT_EVENTS
 from records import sessions
 from records.models import SESSION_ID_MAX, USER_ID_MAX
 
@@ -27,8 +28,7 @@ from . import CONFLICT, ERRORS, NOT_FOUND, AppName, SessionId, UserId, adk_json
 router = Router(tags=["sessions"])
 app_router = Router(tags=["sessions"])
 
-# Far beyond any real session, small enough for every database's OFFSET.
-MAX_EVENTS_PARAM = 1_000_000_000
+MAX_EVENTS_PARAM = MAX_RECENT_EVENTS  # shared with the client, which clamps to it
 
 
 def _session_json(session: Session, status: int = 200):

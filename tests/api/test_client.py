@@ -455,3 +455,38 @@ def test_custom_metadata_is_sent_as_the_in_process_services_store_it(remote_clie
         )
     )
     assert MemoryRecord.objects.get(app_name=APP, user_id=USER).pinned
+
+
+def test_numbers_beyond_the_apis_bounds_answer_as_in_process(live_key):
+    """``num_recent_events=sys.maxsize`` (an "all events" idiom) gets every event, and a
+    version no artifact can have is None, as in process (the API refuses both numbers)."""
+    import sys
+
+    from google.adk.sessions.base_session_service import GetSessionConfig
+    from google.genai import types
+
+    from memadmin_client.wire import MAX_ARTIFACT_VERSION, MAX_RECENT_EVENTS
+
+    sessions = RemoteSessionService(*live_key, limits=NO_KEEPALIVE)
+    artifacts_ = RemoteArtifactService(*live_key, limits=NO_KEEPALIVE)
+
+    async def scenario():
+        session = await sessions.create_session(app_name=APP, user_id=USER, session_id="s1")
+        for text in ("one", "two"):
+            await sessions.append_event(session, text_event(text))
+        for n in (MAX_RECENT_EVENTS + 1, sys.maxsize):
+            got = await sessions.get_session(
+                app_name=APP, user_id=USER, session_id="s1",
+                config=GetSessionConfig(num_recent_events=n),
+            )  # fmt: skip
+            assert [e.content.parts[0].text for e in got.events] == ["one", "two"]
+        await artifacts_.save_artifact(
+            app_name=APP, user_id=USER, filename="user:a.txt", artifact=types.Part(text="a")
+        )
+        for version in (MAX_ARTIFACT_VERSION + 1, 2**63, -(2**40)):
+            loaded = await artifacts_.load_artifact(
+                app_name=APP, user_id=USER, filename="user:a.txt", version=version
+            )
+            assert loaded is None
+
+    asyncio.run(scenario())
