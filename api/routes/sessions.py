@@ -199,6 +199,8 @@ def append_event(
     was read at: if storage has moved on, the append is refused with 409
     ``stale_session`` (reload and retry). An equal re-delivery of a stored event is not
     stored twice, so retrying after a lost answer is safe."""
+    # As the other session routes (records.sessions trims a session id it is given).
+    session_id = session_id.strip()
     event = body.event
     if event.partial:
         raise ApiError(

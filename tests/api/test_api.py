@@ -288,6 +288,14 @@ def test_append_event_stores_it_applies_state_and_bumps_the_revision(api):
     assert UserState.objects.get(app_name=APP, user_id=USER).state == {"city": "Leeds"}
 
 
+def test_a_session_id_is_trimmed_in_every_session_route(api):
+    session = new_session(api, " g ")
+    assert session["id"] == "g"
+    assert api.get("sessions/%20g%20").json()["id"] == "g"
+    assert append(api, {**session, "id": "%20g%20"}, event("hi")).status_code == 200
+    assert api.delete("sessions/%20g%20").json() == {"deleted": True}
+
+
 def test_appending_from_an_old_revision_is_409_stale_and_stores_nothing(api):
     session = new_session(api)
     assert append(api, session, event("first")).status_code == 200
