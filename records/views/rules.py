@@ -3,6 +3,8 @@ and re-scoring an app. Views stay thin: selectors read, ``staff`` writes."""
 
 from __future__ import annotations
 
+import copy
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
@@ -91,10 +93,12 @@ def rule(request, pk):
         context = {"row": row, "form": form, "problems": row.problems()}
         return render(request, "records/rule.html", context)
     check_role(request, OPS)
-    form = RuleForm(request.POST, instance=row)
+    # The form validates onto a copy: the page of a refused edit shows the stored rule.
+    form = RuleForm(request.POST, instance=copy.copy(row))
 
     def on_error():
-        return render(request, "records/rule.html", {"row": row, "form": form}, status=422)
+        context = {"row": row, "form": form, "problems": row.problems()}
+        return render(request, "records/rule.html", context, status=422)
 
     return _save(request, form, on_error=on_error)
 

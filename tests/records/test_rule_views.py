@@ -302,6 +302,19 @@ def test_ops_edits_and_disables_a_rule(login, courier):
     assert AuditEntry.objects.count() == 2
 
 
+def test_a_refused_edit_shows_the_stored_rule_beside_the_typed_values(login, courier):
+    client = login("ops", username="olga")
+    url = reverse("records:rule", args=[courier.pk])
+    data = rule_data(app_name="", name="renamed-but-invalid", pattern="(a", category="other")
+    response = client.post(url, data)
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "<h1>courier " in page  # the heading names the rule as stored
+    assert response.context["form"]["name"].value() == "renamed-but-invalid"  # kept to fix
+    courier.refresh_from_db()
+    assert courier.name == "courier"
+
+
 def test_switching_a_default_off_for_one_app(login):
     policy_for(APP)
     client = login("ops")
