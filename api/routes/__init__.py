@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 from django.http import HttpResponse
 from ninja import Path
 from pydantic import BaseModel, BeforeValidator
+from pydantic_core import PydanticSerializationError
 
 from records.ids import record_id
 from records.models import APP_NAME_MAX, SESSION_ID_MAX, USER_ID_MAX
+from records.storable import storable
 
 from ..schemas import ErrorOut
 
@@ -43,8 +46,12 @@ def adk_json(model: BaseModel, status: int = 200) -> HttpResponse:
     ninja would dump them in Python mode, where bytes stay bytes; pydantic's JSON mode
     is the serialisation the request side (and ADK's own api_server) uses.
     """
-    return HttpResponse(
-        model.model_dump_json(by_alias=True, exclude_none=True),
-        status=status,
-        content_type="application/json",
-    )
+    try:
+        body = model.model_dump_json(by_alias=True, exclude_none=True)
+    except PydanticSerializationError:
+        # A lone surrogate (sent as a JSON "\ud800" escape), which no UTF-8 text holds:
+        # answered as stored, U+FFFD (records.storable), rather than failing the call
+        # after the write.
+        data = storable(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+        body = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return HttpResponse(body, status=status, content_type="application/json")

@@ -739,6 +739,17 @@ def test_nul_in_text_is_stored_as_a_replacement_character_on_every_database(api)
     assert stored.data["content"]["parts"][0]["text"] == "nul \ufffd inside"
 
 
+def test_a_lone_surrogate_in_an_event_is_stored_and_answered_as_a_replacement_character(api):
+    """As NUL: the event is stored with U+FFFD, and the answer says so (it was a 422
+    after the write, so the caller took a stored event for a refused one)."""
+    session = new_session(api)
+    response = append(api, session, event("hi \ud800 there"))
+    assert response.status_code == 200, response.content
+    assert response.json()["event"]["content"]["parts"][0]["text"] == "hi \ufffd there"
+    [stored] = SessionEvent.objects.all()
+    assert stored.data["content"]["parts"][0]["text"] == "hi \ufffd there"
+
+
 def test_an_unknown_api_path_is_a_json_404(api):
     assert_error(api.get("nothing-here"), 404, "not_found", "/api/v1/docs")
     assert_error(api.get("/apps"), 404, "not_found")
