@@ -158,6 +158,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # A request whose length is no number is refused before anything reads it.
+    "memadmin.request_guard.content_length_guard",
     # django-prometheus's pair wraps the others: it counts and times every request.
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "memadmin.request_context.RequestIdMiddleware",
