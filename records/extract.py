@@ -157,6 +157,8 @@ class Extractor:
         # A session may hold two events with one id and different texts (a re-delivery
         # is stored once, a different event is stored): each text keeps a key of its
         # own, the first the id's, so neither is taken for a duplicate of the other.
+        # Counted within this call: a whole session's ingest (the sweeper's, at the
+        # latest) sees every text; a batch holding only the later text does not.
         texts_of: dict[str, list[str]] = {}
         for event in events:
             if getattr(event, "partial", False):
@@ -164,7 +166,9 @@ class Extractor:
             text = event_text(event)
             if not text:
                 continue
-            event_id = event.id or ""
+            # As the session service stores it, so a batch and a later whole-session
+            # ingest key the event alike.
+            event_id = storable_text(event.id or "")
             author = storable_text((event.author or "")[:256])
             context = tuple(before)
             cleaned = clean_text(text)
@@ -179,7 +183,7 @@ class Extractor:
                 text,
                 dedupe_key=key,
                 session_id=storable_text(session_id[:256]),
-                event_ids=(storable_text(event_id),) if event_id else (),
+                event_ids=(event_id,) if event_id else (),
                 author=author,
                 entry_timestamp=readable(event.timestamp),
                 context=context,

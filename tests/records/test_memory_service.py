@@ -112,6 +112,10 @@ def test_ids_with_nul_or_a_lone_surrogate_are_stored_as_replacement_characters()
     )  # fmt: skip
     leeds = MemoryRecord.objects.get(content="I live in Leeds")
     assert leeds.source_event_ids == ["e\ufffd\ufffd"]
+    # The session service stores the id so too: its later whole ingest adds nothing.
+    stored = text_event("I live in Leeds", id="e\ufffd\ufffd")
+    run(svc.add_events_to_memory(app_name="pharmacy", user_id="u1", events=[stored]))
+    assert MemoryRecord.objects.filter(content="I live in Leeds").count() == 1
     assert MemoryRecord.objects.get(content="Likes jazz").source_session_id == "s\ufffd\ufffd"
 
 
