@@ -54,7 +54,11 @@ class RequestLogFilter(logging.Filter):
         return True
 
 
-def pseudonymous_target(target: str) -> str:
+# A ``next`` inside a ``next`` is read this deep; deeper ones are hidden whole.
+TARGET_DEPTH = 2
+
+
+def pseudonymous_target(target: str, depth: int = 0) -> str:
     """A request target (path and query) with user ids replaced by their pseudonyms."""
     parts = urlsplit(target)
     path = unquote(parts.path)
@@ -64,19 +68,19 @@ def pseudonymous_target(target: str) -> str:
         safe = None
     path = safe if safe is not None else unrouted_path(path)
     query = [
-        (name, _pseudonymous_value(name, value))
+        (name, _pseudonymous_value(name, value, depth))
         for name, value in parse_qsl(parts.query, keep_blank_values=True)
     ]
     return path + (f"?{urlencode(query, safe=':/')}" if query else "")
 
 
-def _pseudonymous_value(name: str, value: str) -> str:
+def _pseudonymous_value(name: str, value: str, depth: int) -> str:
     if not value:
         return value
-    if name in SUBJECT_QUERY_PARAMS:
+    if name in SUBJECT_QUERY_PARAMS or (name in TARGET_QUERY_PARAMS and depth >= TARGET_DEPTH):
         return pseudonym(value)
     if name in TARGET_QUERY_PARAMS:  # a page's target, whose own ids go the same way
-        return pseudonymous_target(value)
+        return pseudonymous_target(value, depth + 1)
     return value
 
 

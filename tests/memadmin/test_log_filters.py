@@ -139,6 +139,11 @@ def test_the_runserver_access_line_names_users_by_pseudonym(caplog):
     assert "b%C3%A4nk" not in message and "bank-us" not in message, message
     target = f"/users/pharmacy/{pseudonym('bänk/user 001')}/?q={pseudonym('bank-us')}"
     assert message == f'"GET /login/?{urlencode({"next": target}, safe=":/")} HTTP/1.1" 200 12'
+    # A next within a next within a next (a crafted target) is read two deep, no more.
+    nested = "/login/" + "?next=/" * 600 + "users/pharmacy/bank-user-001/"
+    from memadmin.log_filters import pseudonymous_target
+
+    assert "bank-user-001" not in pseudonymous_target(nested)
     # An API sessions page's cursor holds the last listed session's user id, hex-encoded.
     cursor = f"1.5~{b'bank-user-001'.hex()}~{b's1'.hex()}"
     line = f"GET /api/v1/apps/pharmacy/sessions?limit=5&cursor={cursor} HTTP/1.1"
