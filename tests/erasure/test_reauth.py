@@ -99,3 +99,20 @@ def test_a_failed_check_or_login_keeps_no_request_data(carol, settings):
     assert attempt.failures_since_start == 2  # both counted, as one lockout
     assert (attempt.get_data, attempt.post_data) == ("", "")
     assert not AccessAttempt.objects.filter(post_data__contains=subject).exists()
+
+
+def test_attempts_stored_before_keep_no_request_data_after_the_migration():
+    """Rows written before the receiver existed are emptied by memadmin's migration 0004."""
+    from importlib import import_module
+
+    from axes.models import AccessAttempt
+    from django.apps import apps
+
+    AccessAttempt.objects.create(
+        username="carol", ip_address="127.0.0.1", user_agent="ua", http_accept="*/*",
+        path_info="/erasure/new/", failures_since_start=1,
+    )  # fmt: skip
+    AccessAttempt.objects.update(post_data="user_id=bank-user-001", get_data="next=/users/x/")
+    migration = import_module("memadmin.migrations.0004_login_attempts_without_request_data")
+    migration.forget_request_data(apps, None)
+    assert list(AccessAttempt.objects.values_list("get_data", "post_data")) == [("", "")]
