@@ -54,12 +54,13 @@ class RemoteArtifactService(RemoteService, BaseArtifactService):
         session_id: str | None = None,
         version: int | None = None,
     ) -> types.Part | None:
-        path = f"{user_path(app_name, user_id)}/artifacts/{file_path(filename)}"
         if isinstance(version, int) and abs(version) > MAX_ARTIFACT_VERSION:
-            return None  # no such version is ever stored, as in process
+            # No version is ever stored beyond the bound, nor at it: asked for the bound,
+            # the server answers None as in process, after checking the scope as it does.
+            version = MAX_ARTIFACT_VERSION if version > 0 else -MAX_ARTIFACT_VERSION
         response = await self.client.request(
             "GET",
-            path,
+            f"{user_path(app_name, user_id)}/artifacts/{file_path(filename)}",
             params={"session_id": session_id, "version": version},
             app_name=app_name,
             idempotent=True,

@@ -488,5 +488,9 @@ def test_numbers_beyond_the_apis_bounds_answer_as_in_process(live_key):
                 app_name=APP, user_id=USER, filename="user:a.txt", version=version
             )
             assert loaded is None
+            with pytest.raises(InputValidationError, match="session"):  # as in process
+                await artifacts_.load_artifact(
+                    app_name=APP, user_id=USER, filename="a.txt", version=version
+                )
 
     asyncio.run(scenario())
