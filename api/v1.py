@@ -189,7 +189,8 @@ def _api_view(view):
                 request,
                 405,
                 "method_not_allowed",
-                f"{request.method} is not allowed on {request.path}; allowed: {allowed}.",
+                # Not the path: it names the user, and the agent may log this message.
+                f"{request.method} is not allowed on this endpoint; allowed: {allowed}.",
                 headers={"Allow": allowed},
             )
         return response
@@ -205,7 +206,8 @@ def not_found(request, rest=""):
         request,
         404,
         "not_found",
-        f"No API endpoint at {request.path}; see /api/v1/docs for the endpoints.",
+        # Not the path: it may name a user, and the agent may log this message.
+        "No API endpoint at this path; see /api/v1/docs for the endpoints.",
     )
 
 

@@ -156,6 +156,9 @@ def test_answers_no_operation_gives_are_json_and_set_no_cookie(api_key, settings
     wrong = client.put(f"/api/v1/apps/{APP}/users/{USER}/sessions", headers=auth)
     assert_error(wrong, 405, "method_not_allowed")
     assert "GET" in wrong.headers["Allow"] and "GET" in wrong.json()["detail"]
+    # no user id in either message (the remote client raises it, and agents log errors)
+    missing = client.get(f"/api/v1/apps/{APP}/users/{USER}/nope", headers=auth)
+    assert USER not in missing.json()["detail"] and USER not in wrong.json()["detail"]
     for response in (missing, wrong):
         assert "Set-Cookie" not in response.headers and not response.cookies
 
