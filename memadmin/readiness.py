@@ -47,8 +47,9 @@ def _own_connection(check):
 @dataclasses.dataclass
 class DatabaseAnswers(Database):
     """The library's ``SELECT 1``. Its error would name the server (host, address, port)
-    to anyone, as ``/readyz`` needs no login: the answer gives the error's class only,
-    and the library's warning log keeps the whole error."""
+    to anyone, as ``/readyz`` needs no login: the answer gives the error's class only.
+    The library logs the failure as a warning with its traceback, whose database error
+    text is withheld as every database error's is (``log_filters.DatabaseErrorFilter``)."""
 
     def run(self):
         try:

@@ -81,8 +81,7 @@ def test_readiness_fails_while_a_migration_is_not_applied(client):
 
 def test_an_unreachable_database_is_reported_without_its_address():
     """/readyz needs no login: its database check says that the database is unreachable,
-    not where the server is (the library's own message can name its host); the warning
-    log keeps the whole error for the operator."""
+    not where the server is (the library's own message can name its host)."""
     from django.db import connections
     from django.db.backends.postgresql.base import DatabaseWrapper
     from health_check.checks import Database
@@ -104,5 +103,6 @@ def test_an_unreachable_database_is_reported_without_its_address():
         del connections["closed"]
     assert "db.memadmin.invalid" in str(library.value)
     assert str(ours.value) == "Unavailable: database unreachable (OperationalError)"
-    # the library logs a failed check with its traceback, the cause included
+    # the cause is kept on the exception (the library logs its traceback, with the
+    # database error's text withheld as in every log line)
     assert "db.memadmin.invalid" in str(ours.value.__cause__)
