@@ -26,6 +26,11 @@ MAX_REPORTED = 5
 DOCUMENT = "urn:memadmin:api-v1"
 
 
+def _whole_number(text: str) -> bool:
+    digits = text.removeprefix("-")
+    return digits.isascii() and digits.isdigit()
+
+
 def _pointer(*parts: str) -> str:
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 
@@ -39,17 +44,33 @@ class RequestValidators:
 
     @cached_property
     def _query_names(self) -> dict[str, frozenset[str]]:
+        return self._query_parameters(lambda schema: True)
+
+    @cached_property
+    def _query_integers(self) -> dict[str, frozenset[str]]:
+        """Query parameters the document says are integers (alone or or-null)."""
+        return self._query_parameters(
+            lambda schema: any(
+                s.get("type") == "integer" for s in [schema, *schema.get("anyOf", [])]
+            )
+        )
+
+    def _query_parameters(self, wanted) -> dict[str, frozenset[str]]:
         document = self.api.get_openapi_schema(path_prefix="")
         return {
             operation["operationId"]: frozenset(
-                p["name"] for p in operation.get("parameters", []) if p["in"] == "query"
+                p["name"]
+                for p in operation.get("parameters", [])
+                if p["in"] == "query" and wanted(p["schema"])
             )
             for operations in document["paths"].values()
             for operation in operations.values()
         }
 
     def query_errors(self, operation, query: QueryDict) -> list[dict[str, Any]]:
-        allowed = self._query_names.get(self.api.get_openapi_operation_id(operation), frozenset())
+        operation_id = self.api.get_openapi_operation_id(operation)
+        allowed = self._query_names.get(operation_id, frozenset())
+        integers = self._query_integers.get(operation_id, frozenset())
         hint = f"allowed: {', '.join(sorted(allowed))}" if allowed else "this takes none"
         found = []
         for name, values in query.lists():
@@ -57,6 +78,9 @@ class RequestValidators:
                 found.append((name, f"Unknown query parameter ({hint})", "extra_forbidden"))
             elif len(values) > 1:  # every parameter of this API takes one value
                 found.append((name, "Given more than once; give it once", "repeated"))
+            elif name in integers and not _whole_number(values[0]):
+                # pydantic alone would read "1.0" as 1 (and refuse "1e0")
+                found.append((name, "Must be a whole number in digits", "int_parsing"))
         return [
             {"loc": ["query", name], "msg": msg, "type": kind}
             for name, msg, kind in found[:MAX_REPORTED]

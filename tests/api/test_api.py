@@ -722,6 +722,20 @@ def test_unknown_query_parameters_are_refused(api):
     assert_error(twice, 422, "invalid_request", "query.session_id", "more than once")
 
 
+@pytest.mark.parametrize("value", ["1.0", "0.0", "1e0", "+1", " 1", "1_0", "²"])
+def test_integer_query_parameters_take_digits_only(api, value):
+    """The document says integer, and pydantic alone would read "1.0" as 1."""
+    new_session(api)
+    api.post("artifacts", {"filename": "user:a.txt", "artifact": {"text": "x"}})
+    for path, name in (("sessions", "limit"), ("artifacts/user:a.txt", "version"),
+                       ("sessions/s1", "num_recent_events")):  # fmt: skip
+        response = api.get(path, **{name: value})
+        assert_error(response, 422, "invalid_request", f"query.{name}", "whole number")
+    assert api.get("sessions", limit="-1").status_code == 422  # a number, below its minimum
+    assert api.get("sessions", limit="2").status_code == 200
+    assert api.get("artifacts/user:a.txt", version="-1").status_code == 404  # read, not found
+
+
 def test_an_oversized_body_is_413_and_nothing_is_written(api, settings):
     settings.MEMADMIN_API_MAX_BODY_BYTES = 1000
     big = {"sessionId": "big", "state": {"blob": "x" * 2000}}
