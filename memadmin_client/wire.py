@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 # Bounds of the API's query numbers (api.routes), shared with it. A number beyond one asks
-# for no more than the bound does, so the client sends the bound, or answers itself.
+# for no more than the bound does, so the client sends the bound instead.
 # Far beyond any real session, small enough for every database's OFFSET:
 MAX_RECENT_EVENTS = 1_000_000_000
 MAX_ARTIFACT_VERSION = 2**31 - 1  # an artifact version column's range

@@ -39,7 +39,6 @@ register_converter(AnyPathConverter, "anypath")
 
 router = Router(tags=["artifacts"])
 
-MAX_VERSION = MAX_ARTIFACT_VERSION  # shared with the client, which answers beyond it
 Filename = Annotated[str, Path(min_length=1, max_length=FILENAME_MAX)]
 SessionQuery = Query(None, description="Needed for session-scoped (non 'user:') filenames.")
 
@@ -96,8 +95,8 @@ def load_artifact(
     session_id: str | None = SessionQuery,
     version: int | None = Query(
         None,
-        ge=-MAX_VERSION,
-        le=MAX_VERSION,
+        ge=-MAX_ARTIFACT_VERSION,
+        le=MAX_ARTIFACT_VERSION,
         description="Latest if absent; a version that does not exist (negative ones "
         "included, as in ADK) is a 404.",
     ),

@@ -28,8 +28,6 @@ from . import CONFLICT, ERRORS, NOT_FOUND, AppName, SessionId, UserId, adk_json
 router = Router(tags=["sessions"])
 app_router = Router(tags=["sessions"])
 
-MAX_EVENTS_PARAM = MAX_RECENT_EVENTS  # shared with the client, which clamps to it
-
 
 def _session_json(session: Session, status: int = 200):
     return adk_json(SessionOut.of(session), status=status)
@@ -156,7 +154,7 @@ def get_session(
     app_name: AppName,
     user_id: UserId,
     session_id: SessionId,
-    num_recent_events: int | None = Query(None, ge=0, le=MAX_EVENTS_PARAM),
+    num_recent_events: int | None = Query(None, ge=0, le=MAX_RECENT_EVENTS),
     after_timestamp: float | None = Query(None, allow_inf_nan=False),
 ):
     """Events in append order: the last ``num_recent_events``, then those after the
