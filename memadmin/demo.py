@@ -336,6 +336,7 @@ def _record(
         source_event_ids=[uuid.UUID(int=rng.getrandbits(128)).hex[:16]],
         content=content,
         author="user",
+        role="user",
         entry_timestamp=created,
         created_at=created,
         last_accessed_at=last,

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from . import plugins, slots
 from . import rules as pure_rules
 from .information import information_importance
-from .models import ImportanceSource
+from .models import ImportanceSource, MemoryRecord
 from .search_text import CONTEXT_TURNS
 from .storable import storable, storable_text
 from .timestamps import readable
@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 # fail because a user pasted a document. 32k characters is ~8k tokens.
 MAX_CONTENT_CHARS = 32_000
 TRUNCATION_MARK = " […truncated]"
+
+ROLE_MAX = MemoryRecord._meta.get_field("role").max_length
 
 Classifier = Callable[[str], float | None]
 
@@ -55,6 +57,7 @@ class Candidate:
     slot: str = ""  # what the text states a value of (records.slots)
     # (author, text) of the turns said just before it in its session, for search only.
     context: tuple[tuple[str, str], ...] = ()
+    role: str | None = None  # its content's role as stored (``content_role``)
 
 
 def clean_text(text: str) -> str:
@@ -76,6 +79,15 @@ def dedupe_key(app_name: str, user_id: str, scope: str, item_id: str, variant: i
 def memory_key(app_name: str, user_id: str, memory_id: str) -> str:
     """The dedupe key of an explicit memory entry: its own id, per user."""
     return dedupe_key(app_name, user_id, "memory", memory_id)
+
+
+def content_role(content) -> str | None:
+    """The role of an event's or entry's content as a record stores it: cut to ROLE_MAX
+    characters and storable, as the author is; None for none (search then derives it)."""
+    role = getattr(content, "role", None)
+    if not isinstance(role, str) or not role:
+        return None
+    return storable_text(role[:ROLE_MAX])
 
 
 def event_text(event) -> str:
@@ -185,6 +197,7 @@ class Extractor:
                 session_id=storable_text(session_id[:256]),
                 event_ids=(event_id,) if event_id else (),
                 author=author,
+                role=content_role(event.content),
                 entry_timestamp=readable(event.timestamp),
                 context=context,
             )
@@ -209,6 +222,7 @@ class Extractor:
                 session_id=session_id,
                 event_ids=(),
                 author=storable_text((memory.author or "")[:256]),
+                role=content_role(memory.content),
                 entry_timestamp=_parse_iso(memory.timestamp),
                 custom_metadata=_json_safe(memory.custom_metadata),
                 overrides=overrides,

@@ -157,6 +157,9 @@ def pinned_entries(app_name: str, user_id: str) -> list[MemoryEntry]:
 
 
 def to_memory_entry(record: MemoryRecord) -> MemoryEntry:
+    """A record as ADK's ``MemoryEntry``: its content with the role it was stored with, as
+    ADK's in-memory service returns it; a record stored without one (before the role was
+    kept, or given none) is "user" if the user said it, else "model"."""
     stamp = record.entry_timestamp or record.created_at
     metadata = dict(record.custom_metadata or {})
     metadata.update(
@@ -169,7 +172,7 @@ def to_memory_entry(record: MemoryRecord) -> MemoryEntry:
     return MemoryEntry(
         id=str(record.id),
         content=types.Content(
-            role="user" if record.author == "user" else "model",
+            role=record.role or ("user" if record.author == "user" else "model"),
             parts=[types.Part(text=record.content)],
         ),
         author=record.author or None,

@@ -205,6 +205,7 @@ RETURNED_FIELDS = (
     "source_session_id",
     "content",
     "author",
+    "role",
     "entry_timestamp",
     "created_at",
     "importance",

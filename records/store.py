@@ -293,15 +293,15 @@ class NewRecord:
 # ids returned, in the order given, as the ORM's own bulk insert relies on.
 _PG_INSERT = f"""
     INSERT INTO {MemoryRecord._meta.db_table} (app_name, user_id, source_session_id,
-        source_event_ids, dedupe_key, content, author, entry_timestamp, created_at,
+        source_event_ids, dedupe_key, content, author, role, entry_timestamp, created_at,
         last_accessed_at, hits, importance, importance_source, importance_rule, category,
         pinned, tokens, due_at, slot, is_summary, summary_sources, custom_metadata,
         search_tokens)
-    SELECT %(new_app)s, %(new_user)s, r.s, r.e, r.k, r.c, r.a, r.t, %(new_now)s,
+    SELECT %(new_app)s, %(new_user)s, r.s, r.e, r.k, r.c, r.a, r.role, r.t, %(new_now)s,
         %(new_accessed)s, 0, r.i, r.src, r.rule, r.cat, r.p, r.n, r.d, r.slot, false,
         '[]'::jsonb, r.m, r.x
     FROM jsonb_to_recordset(%(new_rows)s::jsonb) AS r(s text, e jsonb, k text, c text,
-        a text, t timestamptz, i float8, src text, rule text, cat text, p boolean,
+        a text, role text, t timestamptz, i float8, src text, rule text, cat text, p boolean,
         n integer, d timestamptz, slot text, m jsonb, x text)
     RETURNING id"""  # noqa: S608 - the model's table; values are parameters
 
@@ -333,6 +333,7 @@ def _pg_insert(
             "k": c.dedupe_key,
             "c": c.content,
             "a": c.author,
+            "role": c.role,
             "t": _iso(c.entry_timestamp),
             "i": c.importance,
             "src": str(c.importance_source),
@@ -481,6 +482,7 @@ def _new_record(
         dedupe_key=c.dedupe_key,
         content=c.content,
         author=c.author,
+        role=c.role,
         entry_timestamp=c.entry_timestamp,
         created_at=now,
         # Creation may not count as access: see PolicyParams.fresh_start.

@@ -144,6 +144,7 @@ def summarise(app_name: str, user_id: str, victims, policy, now: datetime) -> se
             source_session_id=sessions.pop() if len(sessions) == 1 else "",
             content=text,
             author="memadmin",
+            role="model",  # memadmin's words, not the user's
             # Its content is its sources': it expires when the oldest of them would (TTL
             # counts from creation), not a whole TTL after the summarising.
             created_at=min(r.created_at for r in sources),

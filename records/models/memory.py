@@ -43,6 +43,11 @@ class MemoryRecord(models.Model):
     dedupe_key = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001 - NULL = no key
     content = models.TextField()
     author = models.CharField(max_length=256, blank=True)
+    # The role of the content as said (ADK's ``Content.role``: "user", "model"), which
+    # search returns. NULL when none was given and for records stored before it was kept:
+    # their entries derive it from the author (``memory_service.to_memory_entry``). NULL,
+    # not "", so SQLite adds the column without rebuilding the table (see ``slot``).
+    role = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001 - NULL = none
     entry_timestamp = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     last_accessed_at = models.DateTimeField()

@@ -413,3 +413,116 @@ def test_metadata_no_json_holds_is_refused_not_dropped():
     )
     add_memories("pharmacy", "u1", [kept], NOW)
     assert MemoryRecord.objects.get().custom_metadata["x"] == {"y": [1, 2]}
+
+
+# --- the content's role, as stored -------------------------------------------------------
+
+
+def said(text, *, role, author=None):
+    return MemoryEntry(
+        author=author, content=types.Content(role=role, parts=[types.Part(text=text)])
+    )
+
+
+def roles_found(svc, query, user="u1"):
+    """{text: (author, content role)} of what search_memory returns for ``query``."""
+    found = run(svc.search_memory(app_name="pharmacy", user_id=user, query=query)).memories
+    return {m.content.parts[0].text: (m.author, m.content.role) for m in found}
+
+
+def test_search_returns_the_role_an_entry_was_added_with_whoever_the_author():
+    svc = service()
+    memories = [
+        said("I am allergic to penicillin", role="user"),  # no author
+        said("Deliver to 12 Elm Street", role="user", author="pharmacy_agent"),
+        said("Your order ships on Friday", role="model", author="user"),
+    ]
+    run(svc.add_memory(app_name="pharmacy", user_id="u1", memories=memories))
+    assert roles_found(svc, "penicillin elm ships") == {
+        "I am allergic to penicillin": (None, "user"),
+        "Deliver to 12 Elm Street": ("pharmacy_agent", "user"),
+        "Your order ships on Friday": ("user", "model"),
+    }
+
+
+def test_search_returns_the_role_of_each_events_content():
+    svc = service()
+    events = [
+        text_event("I am allergic to penicillin", author="user"),
+        text_event("Deliver to 12 Elm Street", author="pharmacy_agent"),
+        text_event("I prefer jazz music", author="pharmacy_agent"),
+    ]
+    events[2].content.role = "user"  # relayed by the agent, said by the user
+    run(svc.add_session_to_memory(session(events)))
+    assert roles_found(svc, "penicillin elm jazz") == {
+        "I am allergic to penicillin": ("user", "user"),
+        "Deliver to 12 Elm Street": ("pharmacy_agent", "model"),
+        "I prefer jazz music": ("pharmacy_agent", "user"),
+    }
+    assert MemoryRecord.objects.get(content="I prefer jazz music").role == "user"
+
+
+def test_roles_are_returned_as_adks_in_memory_service_returns_them():
+    from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
+
+    events = [
+        text_event("I am allergic to penicillin", author="user"),
+        text_event("Deliver to 12 Elm Street", author="pharmacy_agent"),
+        text_event("I prefer jazz music", author="pharmacy_agent"),
+        text_event("Call me on Friday please", author="user"),
+    ]
+    events[2].content.role = "user"
+    events[3].content.role = "model"
+    held = session(events)
+    adk, ours = InMemoryMemoryService(), service()
+    for svc in (adk, ours):
+        run(svc.add_session_to_memory(held))
+    query = "penicillin elm jazz friday"
+    assert roles_found(ours, query) == roles_found(adk, query)
+    assert len(roles_found(ours, query)) == 4
+
+
+def test_a_record_stored_without_a_role_derives_it_from_the_author():
+    """Records stored before the role was kept (and entries given none) read as before:
+    "user" when the user said it, else "model"."""
+    svc = service()
+    run(svc.add_session_to_memory(session(["I am allergic to penicillin"])))
+    run(
+        svc.add_memory(
+            app_name="pharmacy",
+            user_id="u1",
+            memories=[
+                said("Deliver to 12 Elm Street", role="model", author="pharmacy_agent"),
+                said("I prefer jazz music", role=None),
+            ],
+        )
+    )
+    assert MemoryRecord.objects.get(content="I prefer jazz music").role is None
+    MemoryRecord.objects.exclude(role=None).update(role=None)  # as the migration left them
+    assert roles_found(svc, "penicillin elm jazz") == {
+        "I am allergic to penicillin": ("user", "user"),
+        "Deliver to 12 Elm Street": ("pharmacy_agent", "model"),
+        "I prefer jazz music": (None, "model"),
+    }
+
+
+def test_a_role_is_stored_bounded_and_storable_as_the_author_is():
+    long_role = "r" * 40
+    add_memories(
+        "pharmacy",
+        "u1",
+        [
+            said("I am allergic to penicillin", role=long_role),
+            said("Deliver to 12 Elm Street", role="us\x00er\ud800"),
+        ],
+        NOW,
+    )
+    roles = dict(MemoryRecord.objects.values_list("content", "role"))
+    assert roles == {
+        "I am allergic to penicillin": "r" * 32,
+        "Deliver to 12 Elm Street": "us\ufffder\ufffd",
+    }
+    assert roles_found(service(), "penicillin elm") == {
+        "I am allergic to penicillin": (None, "r" * 32),
+        "Deliver to 12 Elm Street": (None, "us\ufffder\ufffd"),
+    }

@@ -47,6 +47,7 @@ def test_a_cluster_of_victims_becomes_one_summary_with_full_provenance():
     assert sorted(s["record_id"] for s in summary.summary_sources) == [r.id for r in old[:3]]
     assert {s["session_id"] for s in summary.summary_sources} == {"s-old"}
     assert summary.source_session_id == "s-old"
+    assert (summary.author, summary.role) == ("memadmin", "model")  # its words are ours
     assert summary.tokens <= sum(r.tokens for r in old[:3])
     assert "Asked about branch 0 opening hours." in summary.content
     assert "Then left" not in summary.content  # first sentences only
