@@ -558,6 +558,33 @@ def test_search_ranks_as_in_process_and_touches_the_hits(api):
     assert api.post("memory/search", {"query": "  "}).json() == {"memories": []}
 
 
+def test_search_answers_each_memory_with_the_role_it_was_stored_with(api):
+    """As in process: an entry's or event's content role, whoever its author."""
+    ingest(api, texts=["I am allergic to penicillin"])
+    relayed = event("I prefer jazz music", id="e-jazz", author="pharmacy_agent")
+    relayed["content"]["role"] = "user"
+    assert api.post("memory/events", {"events": [relayed]}).status_code == 200
+    entry = {"content": {"role": "user", "parts": [{"text": "Deliver to 4 Mill Lane"}]}}
+    assert api.post("memory/entries", {"memories": [entry]}).status_code == 200
+
+    found = api.post("memory/search", {"query": "penicillin jazz mill"}).json()["memories"]
+
+    roles = {
+        m["content"]["parts"][0]["text"]: (m.get("author"), m["content"]["role"]) for m in found
+    }
+    assert roles == {
+        "I am allergic to penicillin": ("user", "user"),
+        "I prefer jazz music": ("pharmacy_agent", "user"),
+        "Deliver to 4 Mill Lane": (None, "user"),
+    }
+    in_process = memory_service.search_entries(APP, USER, "penicillin jazz mill", timezone.now())
+    assert [m["content"] for m in found] == [
+        m.content.model_dump(mode="json", by_alias=True, exclude_none=True) for m in in_process
+    ]
+    later.drain()  # the searches' touches are written after the answer
+    touches.flush_touches()  # with Redis the search hits land now, not in a later test
+
+
 def test_saving_what_search_returned_refreshes_instead_of_copying(api):
     texts = ["I am allergic to penicillin", "Deliver to 4 Mill Lane", "I like jazz music"]
     ingest(api, texts=texts)

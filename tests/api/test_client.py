@@ -457,6 +457,46 @@ def test_custom_metadata_is_sent_as_the_in_process_services_store_it(remote_clie
     assert MemoryRecord.objects.get(app_name=APP, user_id=USER).pinned
 
 
+@pytest.mark.django_db(transaction=True)
+def test_remote_search_returns_each_memorys_role_as_in_process(remote_client):
+    """Entries travel as ADK's JSON, their content's role with them: an entry added with
+    role "user" and no author, or an agent's event relaying the user, is "user" both ways."""
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.genai import types
+
+    from records import later, memory_service, touches
+
+    memory = RemoteMemoryService(client=remote_client)
+    query = "penicillin jazz friday mill"
+    relayed = text_event("I prefer jazz music", author="pharmacy_agent")
+    relayed.content.role = "user"
+    answer = text_event("Your order ships on Friday", author="pharmacy_agent")
+    session = Session(
+        id="s1", app_name=APP, user_id=USER, events=[text_event("I am allergic to penicillin")]
+    )
+    entry = MemoryEntry(
+        content=types.Content(role="user", parts=[types.Part(text="Deliver to 4 Mill Lane")])
+    )
+
+    async def scenario():
+        await memory.add_session_to_memory(session)
+        await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[relayed, answer])
+        await memory.add_memory(app_name=APP, user_id=USER, memories=[entry])
+        return await memory.search_memory(app_name=APP, user_id=USER, query=query)
+
+    remote = asyncio.run(scenario()).memories
+    roles = {m.content.parts[0].text: (m.author, m.content.role) for m in remote}
+    assert roles == {
+        "I am allergic to penicillin": ("user", "user"),
+        "I prefer jazz music": ("pharmacy_agent", "user"),
+        "Your order ships on Friday": ("pharmacy_agent", "model"),
+        "Deliver to 4 Mill Lane": (None, "user"),
+    }
+    assert remote == memory_service.search_entries(APP, USER, query, timezone.now())
+    later.drain()  # the searches' touches are written after the answer
+    touches.flush_touches()  # with Redis the search hits land now, not in a later test
+
+
 def test_numbers_beyond_the_apis_bounds_answer_as_in_process(live_key):
     """``num_recent_events=sys.maxsize`` (an "all events" idiom) gets every event, and a
     version no artifact can have is None, as in process (the API refuses both numbers)."""
