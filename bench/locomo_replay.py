@@ -51,8 +51,8 @@ class Record:
     counts: Counter  # its search tokens
     length: int  # its token count (BM25 length)
     written_at: int  # microseconds since 1970
-    content: str = ""  # what ingest embeds (records.embeddings.embed_new)
     author: str = ""  # who said it (a query naming them: search_text.AUTHOR_WEIGHT)
+    embedded: str = ""  # what ingest embeds (records.embeddings.embedding_text)
     vector: bytes = b""  # its stored vector (--embedder), empty when none
 
 
@@ -66,7 +66,7 @@ def _setup() -> None:
 
 def ingest(user, next_id: int) -> tuple[list[Record], int]:
     """The records ingest would store for a conversation (keep-all), in ingest order."""
-    from records import rules, search_text, tokens
+    from records import embeddings, rules, search_text, tokens
     from records.extract import Extractor
 
     from .quality import replay
@@ -87,8 +87,10 @@ def ingest(user, next_id: int) -> tuple[list[Record], int]:
                     counts=Counter(stored.split(" ")),
                     length=c.tokens,
                     written_at=int(c.entry_timestamp.timestamp() * 1_000_000),
-                    content=c.content,
                     author=c.author,
+                    embedded=embeddings.embedding_text(
+                        c.content, c.author, embeddings.context_lines(c.context)
+                    ),
                 )
             )
             next_id += 1
@@ -244,7 +246,7 @@ def run(
     for user in users:
         records, next_id = ingest(user, next_id)
         if store is not None:
-            for r, vector in zip(records, store.get([r.content for r in records]), strict=True):
+            for r, vector in zip(records, store.get([r.embedded for r in records]), strict=True):
                 r.vector = vector
         for q in user.questions:
             ask = q.ask[mode]

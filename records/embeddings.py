@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 FUSION_DEPTH = 50
 # Records per embedder call in the back-fill.
 BACKFILL_BATCH = 64
+# Characters of each turn before a record that it keeps for the embedder: the record's
+# own words must still fit in what a model reads (a few hundred tokens).
+CONTEXT_CHARS = 500
 
 Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
@@ -96,6 +99,34 @@ def check_setting() -> str | None:
     except EmbedderError as exc:
         return str(exc)
     return None
+
+
+def context_text(context: Sequence[tuple[str, str]]) -> str | None:
+    """What a new record keeps of the turns said before it (``MemoryRecord.context``):
+    ``context_lines``, or None without an embedder (nothing would read it)."""
+    return context_lines(context) if enabled() else None
+
+
+def context_lines(context: Sequence[tuple[str, str]]) -> str | None:
+    """The (author, text) turns before a record as the embedder reads them: one "author:
+    text" line each, ``CONTEXT_CHARS`` of each text; None for none."""
+    if not context:
+        return None
+    return "\n".join(_line(author, text[:CONTEXT_CHARS]) for author, text in context)
+
+
+def embedding_text(content: str, author: str, context: str | None) -> str:
+    """What the embedder reads for a record: the turns before it, then its own line,
+    named by their authors as search's index names them. A question names a person ("What
+    did Caroline research?") and is answered by a reply ("I researched…") to a turn that
+    named its subject; the bare content matched by meaning worse than lexical search
+    (measured: docs/embeddings.md)."""
+    own = _line(author, content)
+    return f"{context}\n{own}" if context else own
+
+
+def _line(author: str, text: str) -> str:
+    return f"{author}: {text}" if author else text
 
 
 def embed(texts: list[str]) -> list[vectors.array | None]:
@@ -172,7 +203,7 @@ def embed_new(records: Sequence[MemoryRecord], evicted: Sequence = ()) -> int:
     if not records:
         return 0
     try:
-        found = embed([r.content for r in records])
+        found = embed([embedding_text(r.content, r.author, r.context) for r in records])
         return _store([(r.id, v) for r, v in zip(records, found, strict=True) if v is not None])
     except (EmbedderError, DatabaseError) as exc:
         log.warning(
@@ -277,18 +308,20 @@ def backfill(
         rows = MemoryRecord.objects.filter(id__gt=result.last_id, embedding__isnull=True)
         if app_name:
             rows = rows.filter(app_name=app_name)
-        batch = list(rows.order_by("id").values_list("id", "content")[:batch_size])
+        batch = list(
+            rows.order_by("id").values_list("id", "content", "author", "context")[:batch_size]
+        )
         if not batch:
             result.done = True
             pgvector.fill_missing()  # vectors written by a process that predates the column
             break
         try:
-            found = embed([content for _, content in batch])
+            found = embed([embedding_text(*row[1:]) for row in batch])
         except EmbedderError as exc:
             result.error = str(exc)
             log.warning("back-fill stopped after record %d: %s", result.last_id, exc)
             break
-        pairs = [(rid, v) for (rid, _), v in zip(batch, found, strict=True) if v is not None]
+        pairs = [(row[0], v) for row, v in zip(batch, found, strict=True) if v is not None]
         try:
             result.embedded += _store(pairs)
         except DatabaseError as exc:  # a deadlock with an eviction, say: the next pass

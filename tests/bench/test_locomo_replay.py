@@ -59,7 +59,7 @@ def test_hybrid_fuses_the_embedders_vectors_as_search_does(tmp_path):
     records, _ = locomo_replay.ingest(user, 1)
     fusion = locomo_replay.Fusion(EMBEDDER)
     store = locomo_replay.Vectors(EMBEDDER, None)
-    for r, vector in zip(records, store.get([r.content for r in records]), strict=True):
+    for r, vector in zip(records, store.get([r.embedded for r in records]), strict=True):
         r.vector = vector
     assert all(len(r.vector) == embedders.DIMS * 4 for r in records)  # unit float32 bytes
     # No record holds "kitten": lexically nothing; its concept (cat) is Pixel's turn.
@@ -97,11 +97,13 @@ def test_embedder_flag_reports_the_products_constants_and_caches_vectors(tmp_pat
 
 
 def test_embedder_flag_on_the_command_line_and_variants_need_it(tmp_path, capsys):
+    from records import vectors
+
     assert locomo_replay.main(["--locomo", str(FIXTURE), "--embedder", EMBEDDER]) == 0
-    assert "hybrid tests.embedders.bag_of_concepts k=60" in capsys.readouterr().out
-    args = ["--locomo", str(FIXTURE), "--embedder", EMBEDDER, "--rrf-k", "10"]
+    assert f"hybrid tests.embedders.bag_of_concepts k={vectors.RRF_K}" in capsys.readouterr().out
+    args = ["--locomo", str(FIXTURE), "--embedder", EMBEDDER, "--rrf-k", "60"]
     assert locomo_replay.main([*args, "--mode", "end"]) == 0
-    assert " k=10 " in capsys.readouterr().out
+    assert " k=60 " in capsys.readouterr().out
     for bad in (["--rrf-k", "10"], ["--embedder", EMBEDDER, "--vector-depth", "0"]):
         with pytest.raises(SystemExit):
             locomo_replay.main(["--locomo", str(FIXTURE), *bad])

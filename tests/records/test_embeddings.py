@@ -15,13 +15,14 @@ from google.genai import types
 
 from records import embeddings, search, store, vectors
 from records.checks import embedder_setting
-from records.memory_service import add_memories
+from records.memory_service import add_memories, add_session
 from records.models import MemoryRecord, RecordEmbedding
 from records.policies import update_policy
 from records.tasks import backfill_embeddings
 from tests import embedders
 
 from ..conftest import run_until_it_waits, subprocess_database_url
+from .factories import session, text_event
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +89,73 @@ def test_ingest_embeds_its_records_in_one_call(use_embedder):
     row = RecordEmbedding.objects.get(record_id=_ids()[TEXTS[0]])
     assert row.dims == embedders.DIMS
     stored = vectors.from_bytes(bytes(row.vector))
-    assert list(stored) == list(vectors.unit(embedders.vector(TEXTS[0])))
+    # An entry given through add_memory has no turns before it: its author and content.
+    assert list(stored) == list(vectors.unit(embedders.vector(f"user: {TEXTS[0]}")))
+
+
+CONVERSATION = [
+    ("user", "I bought a new automobile last week"),
+    ("agent", "Nice! What colour did you choose?"),
+    ("user", "Blue, with a roof box on top"),
+]
+REPLY = CONVERSATION[2][1]
+REPLY_CONTEXT = (
+    "user: I bought a new automobile last week\nagent: Nice! What colour did you choose?"
+)
+
+
+def _conversation(now=NOW):
+    events = [text_event(text, author=author) for author, text in CONVERSATION]
+    for i, event in enumerate(events):
+        event.timestamp = (now - timedelta(minutes=10 - i)).timestamp()
+    add_session(session(events, app=APP, user=USER, id="talk"), now)
+    return MemoryRecord.objects.get(app_name=APP, content=REPLY)
+
+
+def _vector_of(record_id):
+    return list(vectors.from_bytes(bytes(RecordEmbedding.objects.get(record_id=record_id).vector)))
+
+
+def test_a_turn_is_embedded_with_the_turns_before_it_each_named_by_its_author(use_embedder):
+    use_embedder("bag_of_concepts")
+    reply = _conversation()
+    assert reply.context == REPLY_CONTEXT
+    text = f"{REPLY_CONTEXT}\nuser: {REPLY}"
+    assert _vector_of(reply.id) == list(vectors.unit(embedders.vector(text)))
+    # The reply holds no word of the question; the turn it answers does, by meaning
+    # ("automobile" is a car): the vector finds the reply too.
+    assert reply.id in search_ids("car")
+    use_embedder(None)
+    assert reply.id not in search_ids("car")
+
+
+def test_without_an_embedder_no_context_is_kept_and_the_back_fill_embeds_author_and_content(
+    use_embedder,
+):
+    use_embedder(None)
+    reply = _conversation()
+    assert reply.context is None  # nothing would read it: not kept
+    use_embedder("bag_of_concepts")
+    assert embeddings.backfill(app_name=APP).done
+    assert _vector_of(reply.id) == list(vectors.unit(embedders.vector(f"user: {REPLY}")))
+
+
+def test_the_back_fill_embeds_the_same_text_as_the_failed_ingest_would_have(use_embedder):
+    use_embedder("failing")
+    reply = _conversation()
+    assert reply.context == REPLY_CONTEXT and _vectors() == set()
+    use_embedder("bag_of_concepts")
+    assert embeddings.backfill(app_name=APP).done
+    text = f"{REPLY_CONTEXT}\nuser: {REPLY}"
+    assert _vector_of(reply.id) == list(vectors.unit(embedders.vector(text)))
+
+
+def test_each_turn_before_a_record_is_kept_up_to_a_bound():
+    long = "x" * (embeddings.CONTEXT_CHARS + 100)
+    lines = embeddings.context_lines([("user", long), ("", "hello")])
+    assert lines == f"user: {long[: embeddings.CONTEXT_CHARS]}\nhello"
+    assert embeddings.context_lines([]) is None
+    assert embeddings.embedding_text("hi", "", None) == "hi"
 
 
 def test_a_record_with_no_shared_word_is_found_by_its_vector(use_embedder):
