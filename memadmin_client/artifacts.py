@@ -12,7 +12,7 @@ from google.adk.artifacts.base_artifact_service import (
 from google.genai import types
 
 from .errors import is_absent
-from .http import RemoteService, file_path, user_path
+from .http import RemoteService, filename_param, user_path
 from .wire import MAX_ARTIFACT_VERSION, dump, json_metadata
 
 
@@ -60,8 +60,12 @@ class RemoteArtifactService(RemoteService, BaseArtifactService):
             version = MAX_ARTIFACT_VERSION if version > 0 else -MAX_ARTIFACT_VERSION
         response = await self.client.request(
             "GET",
-            f"{user_path(app_name, user_id)}/artifacts/{file_path(filename)}",
-            params={"session_id": session_id, "version": version},
+            f"{user_path(app_name, user_id)}/artifact",
+            params={
+                "filename": filename_param(filename),
+                "session_id": session_id,
+                "version": version,
+            },
             app_name=app_name,
             idempotent=True,
             allow=frozenset({404}),
@@ -89,8 +93,8 @@ class RemoteArtifactService(RemoteService, BaseArtifactService):
     ) -> None:
         await self.client.request(
             "DELETE",
-            f"{user_path(app_name, user_id)}/artifacts/{file_path(filename)}",
-            params={"session_id": session_id},
+            f"{user_path(app_name, user_id)}/artifact",
+            params={"filename": filename_param(filename), "session_id": session_id},
             app_name=app_name,
             idempotent=True,
         )
@@ -101,8 +105,8 @@ class RemoteArtifactService(RemoteService, BaseArtifactService):
     ) -> list[ArtifactVersion]:
         response = await self.client.request(
             "GET",
-            f"{user_path(app_name, user_id)}/artifact-versions/{file_path(filename)}",
-            params={"session_id": session_id},
+            f"{user_path(app_name, user_id)}/artifact-versions",
+            params={"filename": filename_param(filename), "session_id": session_id},
             app_name=app_name,
             idempotent=True,
         )

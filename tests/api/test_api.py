@@ -3,7 +3,7 @@
 import base64
 import json
 import time
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 from django.test import Client
@@ -680,6 +680,28 @@ def test_any_filename_can_be_addressed(api):
     path = "artifacts/" + quote(name, safe="")
     assert api.get(path).json() == {"text": "x"}
     assert api.delete(path).json() == {"deleted": 1}
+
+
+def test_a_filename_in_the_query_is_taken_exactly(api):
+    """The query routes reach names a path would normalise ("a//b" into "a/b")."""
+    for name, text in (("a//b", "double"), ("a/b", "single"), ("dir/", "slash")):
+        api.post("artifacts", {"filename": name, "artifact": {"text": text}, "sessionId": "s1"})
+    assert api.get("artifact", filename="a//b", session_id="s1").json() == {"text": "double"}
+    assert api.get("artifact", filename="dir/", session_id="s1", version="0").json() == {
+        "text": "slash"
+    }
+    versions = api.get("artifact-versions", filename="a//b", session_id="s1").json()
+    assert [v["version"] for v in versions["versions"]] == [0]
+    missing = api.get("artifact", filename="dir", session_id="s1")
+    assert_error(missing, 404, "artifact_not_found", "'dir'")
+    query = urlencode({"filename": "a//b", "session_id": "s1"})
+    deleted = api.client.delete(api.url(f"artifact?{query}"), headers=api._headers(...))
+    assert deleted.json() == {"deleted": 1}
+    assert sorted(Artifact.objects.values_list("filename", flat=True)) == ["a/b", "dir/"]
+    # the path routes still serve names a path carries unchanged
+    assert api.get("artifacts/a/b", session_id="s1").json() == {"text": "single"}
+    unnamed = api.get("artifact", session_id="s1")
+    assert_error(unnamed, 422, "invalid_request")
 
 
 def test_an_artifact_part_must_be_a_known_kind(api):

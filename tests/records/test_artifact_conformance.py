@@ -187,6 +187,45 @@ async def test_deleting_a_user_scoped_artifact_from_any_session_deletes_it(servi
     assert await load(service, "user:card.txt", session_id=None) is None
 
 
+# --- filenames ------------------------------------------------------------------------------
+
+# Filenames a URL path would normalise into another ("a//b" into "a/b", "./a.txt" and
+# "../a.txt" into "a.txt", "dir/" into "dir"), beside the names they would become.
+PATH_LIKE = ["a//b", "./a.txt", "../a.txt", "a/./b", "a/../b", "dir/", ".", "..", "/abs", "a/b/.."]
+THEIR_NEIGHBOURS = ["a/b", "a.txt", "b", "dir", "abs", "a"]
+
+
+async def test_any_filename_round_trips_as_itself(service):
+    for name in THEIR_NEIGHBOURS:
+        await save(service, name, text(f"neighbour {name}"))
+    for name in PATH_LIKE + ["user:../x", "user:a//b/", "a?b#c&d=%2e%2E", " padded "]:
+        assert await save(service, name, text(f"{name} v0")) == 0
+        assert await save(service, name, text(f"{name} v1"), custom_metadata={"n": name}) == 1
+    keys = sorted(THEIR_NEIGHBOURS + PATH_LIKE + ["user:../x", "user:a//b/"])
+    keys += ["a?b#c&d=%2e%2E", " padded "]
+    assert await service.list_artifact_keys(app_name=APP, user_id=ALICE, session_id="s1") == (
+        sorted(keys)
+    )
+
+    for name in PATH_LIKE + ["user:../x", "user:a//b/", "a?b#c&d=%2e%2E", " padded "]:
+        scope = {"app_name": APP, "user_id": ALICE, "session_id": "s1", "filename": name}
+        assert (await load(service, name)).text == f"{name} v1"
+        assert (await load(service, name, version=0)).text == f"{name} v0"
+        assert await service.list_versions(**scope) == [0, 1]
+        versions = await service.list_artifact_versions(**scope)
+        assert [v.custom_metadata for v in versions] == [{}, {"n": name}]
+        assert (await service.get_artifact_version(**scope)).version == 1
+        assert (await service.get_artifact_version(**scope, version=0)).version == 0
+        await service.delete_artifact(**scope)
+        assert await load(service, name) is None
+        assert await service.list_versions(**scope) == []
+    for name in THEIR_NEIGHBOURS:
+        assert (await load(service, name)).text == f"neighbour {name}"
+    assert await service.list_artifact_keys(app_name=APP, user_id=ALICE, session_id="s1") == (
+        sorted(THEIR_NEIGHBOURS)
+    )
+
+
 # --- metadata ---------------------------------------------------------------------------------
 
 
