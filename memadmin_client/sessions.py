@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, override
 
+from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import (
     BaseSessionService,
@@ -140,11 +141,17 @@ class RemoteSessionService(RemoteService, BaseSessionService):
             if session.events:
                 body["lastEventId"] = session.events[-1].id
         path = session_path(session.app_name, session.user_id, session.id) + "/events"
-        answer = (
-            await self.client.request(
+        try:
+            response = await self.client.request(
                 "POST", path, json=body, app_name=session.app_name, idempotent=True
             )
-        ).json()
+        except StaleSessionError:
+            # As in process (and ADK's database service): temp state reaches the session
+            # object even when the append is refused as stale.
+            self._apply_temp_state(session, event)
+            self._trim_temp_delta_state(event)
+            raise
+        answer = response.json()
         if answer.get("revision") is None:
             # A re-delivery of a stored event this session object should not take.
             return event

@@ -775,11 +775,13 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
         as_stored = _without_temp(as_delivered)
         if row.id_stored and _is_stored_already(row, event, as_stored):
             return event
-        _check_not_stale(row, session)
-
+        # As ADK's database service: temp state reaches the caller's session object even
+        # when the append is then refused as stale.
         _apply_temp_state(session, event)
         if event.actions.state_delta:
             event.actions.state_delta = without_temp_keys(event.actions.state_delta)
+        _check_not_stale(row, session)
+
         deltas = storable(
             extract_json_safe_state_delta(event.actions.state_delta or {}), what="a state delta"
         )

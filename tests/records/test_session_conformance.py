@@ -563,6 +563,37 @@ async def test_ours_only_an_outdated_session_object_is_stale(django_service):
     assert len(got.events) == 3
 
 
+async def test_adk_database_service_gives_a_stale_session_its_temp_state_first():
+    """Why the next test holds: ADK's database service applies an event's temp: state
+    to the caller's session object (and trims it from the event) before it finds the
+    session stale."""
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    async with DatabaseSessionService("sqlite+aiosqlite:///:memory:") as service:
+        await _a_stale_append_gives_its_temp_state_to_the_session(service)
+
+
+async def test_ours_only_a_stale_append_gives_the_session_its_temp_state(django_service):
+    await _a_stale_append_gives_its_temp_state_to_the_session(django_service)
+
+
+async def _a_stale_append_gives_its_temp_state_to_the_session(service):
+    one = await service.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    two = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    await service.append_event(one, event("from one", ts=T + 1))
+    sent = event("from two", ts=T + 2, delta={"temp:scratch": 1, "k": "two"})
+
+    with pytest.raises(StaleSessionError):
+        await service.append_event(two, sent)
+
+    assert two.state == {"temp:scratch": 1}
+    assert sent.actions.state_delta == {"k": "two"}
+    assert len(two.events) == 0
+    got = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert got.state == {}
+    assert [e.content.parts[0].text for e in got.events] == ["from one"]
+
+
 async def test_ours_only_state_written_through_another_session_does_not_make_a_session_stale(
     django_service,
 ):
