@@ -20,6 +20,7 @@ from google.adk.errors.input_validation_error import InputValidationError
 
 from .errors import MemadminUnavailable, NotAuthorized, error_from_response
 from .version import __version__
+from .wire import json_body
 
 API_PREFIX = "/api/v1"
 # Answers worth another try: the server or a proxy in front of it had a bad moment.
@@ -187,6 +188,10 @@ class MemadminClient:
         """Send; return a 2xx answer (or one whose status is in ``allow``); raise the
         mapped error for anything else."""
         headers = self._authorization(app_name)
+        content = None
+        if json is not None:
+            content = json_body(json)
+            headers["Content-Type"] = "application/json"
         if params:
             params = {k: v for k, v in params.items() if v is not None}
         attempt = 0
@@ -194,7 +199,7 @@ class MemadminClient:
             response = None
             try:
                 response = await self._client().request(
-                    method, path, json=json, params=params, headers=headers
+                    method, path, content=content, params=params, headers=headers
                 )
             except httpx.TransportError as exc:
                 retry = idempotent or isinstance(exc, NOT_SENT)

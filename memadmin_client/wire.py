@@ -11,7 +11,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 # Bounds of the API's query numbers (api.routes), shared with it. A number beyond one asks
 # for no more than the bound does, so the client sends the bound instead.
@@ -23,7 +23,25 @@ MAX_ARTIFACT_VERSION = 2**31 - 1  # an artifact version column's range
 def dump(model: BaseModel, *, fallback: Callable[[Any], Any] | None = None) -> Any:
     """``model`` as ADK's JSON; ``fallback``: what a value pydantic cannot dump becomes
     (memory payloads take its ``str``, as the in-process service keeps it)."""
-    return json.loads(model.model_dump_json(by_alias=True, exclude_none=True, fallback=fallback))
+    options: dict[str, Any] = {"by_alias": True, "exclude_none": True, "fallback": fallback}
+    try:
+        return json.loads(model.model_dump_json(**options))
+    except PydanticSerializationError:
+        # A lone surrogate ("\ud800"), which no UTF-8 text holds: the same data, the
+        # way the in-process services dump an event; ``json_body`` sends it as a JSON
+        # escape, which the server stores as U+FFFD, as in process (records.storable).
+        # Anything else pydantic cannot dump fails here again.
+        return model.model_dump(mode="json", **options)
+
+
+def json_body(data: Any) -> bytes:
+    """A request body: UTF-8 JSON, with a lone surrogate written as its ``\\ud800``
+    escape (which JSON allows and UTF-8 cannot encode)."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 def dump_as_text(model: BaseModel) -> Any:

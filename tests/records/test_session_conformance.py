@@ -563,6 +563,19 @@ async def test_ours_only_an_outdated_session_object_is_stale(django_service):
     assert len(got.events) == 3
 
 
+async def test_ours_only_lone_surrogates_are_stored_as_replacement_characters(django_service):
+    """No UTF-8 text holds a lone surrogate: memadmin stores U+FFFD (records.storable),
+    in process and over HTTP alike."""
+    service = django_service
+    session = await service.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    await service.append_event(session, event("a\ud800b", delta={"note": "v\udfff"}))
+
+    got = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert got.events[0].content.parts[0].text == "a\ufffdb"
+    assert got.events[0].actions.state_delta == {"note": "v\ufffd"}
+    assert got.state == {"note": "v\ufffd"}
+
+
 async def test_adk_database_service_gives_a_stale_session_its_temp_state_first():
     """Why the next test holds: ADK's database service applies an event's temp: state
     to the caller's session object (and trims it from the event) before it finds the
