@@ -15,7 +15,14 @@ from google.adk.sessions.session import Session
 
 from .errors import is_absent
 from .http import RemoteService, segment, session_path, user_path
-from .wire import MAX_RECENT_EVENTS, dump, json_safe_state, session_from, without_temp_state
+from .wire import (
+    MAX_RECENT_EVENTS,
+    check_storable_state,
+    dump,
+    json_safe_state,
+    session_from,
+    without_temp_state,
+)
 
 # Sessions per request when listing (the server's largest page).
 PAGE_SIZE = 1_000
@@ -51,6 +58,7 @@ class RemoteSessionService(RemoteService, BaseSessionService):
                 raise ValueError(
                     f"state must be a dict of key -> value, not {type(state).__name__}."
                 )
+            check_storable_state(state, "session state")
             body["state"] = json_safe_state(state)
         if session_id is not None:
             body["sessionId"] = session_id
@@ -130,6 +138,7 @@ class RemoteSessionService(RemoteService, BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
+        check_storable_state(event.actions.state_delta or {}, "state delta")
         body: dict[str, Any] = {
             # Sent without temp: keys, as it will be stored, so that a retry is an equal
             # re-delivery the server recognises (it never stores an event twice).

@@ -77,6 +77,55 @@ def json_metadata(metadata: dict[str, Any]) -> Any:
         ) from exc
 
 
+BYTES = (bytes, bytearray, memoryview)
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
+def _unstorable(value: Any) -> str | None:
+    """What in ``value`` no stored state can keep, or None."""
+    if isinstance(value, BYTES):
+        return "bytes, which JSON has not: store text (base64, say) or save an artifact"
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if isinstance(key, str) and not _is_text(key):
+                return f"the key {key!r} with a lone surrogate, which no stored text holds"
+            problem = _unstorable(inner)
+            if problem:
+                return problem
+    elif isinstance(value, list | tuple | set | frozenset):
+        for inner in value:
+            problem = _unstorable(inner)
+            if problem:
+                return problem
+    return None
+
+
+def check_storable_state(state: dict[str, Any], what: str = "state") -> None:
+    """Refuse (ValueError, naming the key) state that no store keeps as given: bytes,
+    anywhere in a value (ADK's database service stores UTF-8 bytes as text and fails on
+    others; JSON has no bytes), and keys holding a lone surrogate (ADK's serialiser fails
+    on them with a codec error). ``temp:`` keys are never stored and pass. The one place
+    for the rule: the in-process services (hence the server) and this client use it."""
+    for key, value in state.items():
+        if not isinstance(key, str) or key.startswith(State.TEMP_PREFIX):
+            continue
+        if not _is_text(key):
+            raise ValueError(
+                f"{what} key {key!r} holds a lone surrogate (invalid Unicode), which no "
+                "stored text holds; use a valid Unicode key."
+            )
+        problem = _unstorable(value)
+        if problem:
+            raise ValueError(f"{what} key {key!r} holds {problem}.")
+
+
 def without_temp_keys(delta: dict[str, Any]) -> dict[str, Any]:
     """A state delta as it is stored: ``temp:`` keys are never kept (the same dict when
     it has none). The one place for the rule: the server and this client both use it."""

@@ -44,7 +44,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig, ListSessi
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
-from memadmin_client.wire import without_temp_keys
+from memadmin_client.wire import check_storable_state, without_temp_keys
 
 from . import one_trip
 from .ids import decimal_id, validate_app_name, validate_id
@@ -497,6 +497,7 @@ def create_session(
     session_id = platform_uuid.new_uuid() if session_id is None else _clean_session_id(session_id)
     if state is not None and not isinstance(state, dict):
         raise ValueError(f"state must be a dict of key -> value, not {type(state).__name__}.")
+    check_storable_state(state or {}, "session state")
     deltas = storable(extract_json_safe_state_delta(state or {}), what="session state")
     now = (
         platform_time.get_time()
@@ -735,6 +736,7 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
     _check_owner(session.app_name, session.user_id)
     validate_id("session_id", session.id, SESSION_ID_MAX)
     _check_event_columns(event)
+    check_storable_state(event.actions.state_delta or {}, "state delta")
     check_timestamp(
         "event timestamp", event.timestamp, platform_time.get_time() if now is None else now
     )

@@ -816,6 +816,20 @@ def test_a_lone_surrogate_in_an_event_is_stored_and_answered_as_a_replacement_ch
     assert stored.data["content"]["parts"][0]["text"] == "hi \ufffd there"
 
 
+def test_a_state_key_holding_a_lone_surrogate_is_refused_plainly(api, caplog):
+    """As in process: a 422 naming the key, nothing written, no codec error or logged
+    traceback (ADK's state serialiser logged one, and the answer quoted the codec)."""
+    session = new_session(api)
+    for delta in ({"k\ud800": 1}, {"k": {"inner\udfff": 1}}, {"user:\udc00x": 1}):
+        caplog.clear()
+        response = append(api, session, event("hi", actions={"stateDelta": delta}))
+        assert_error(response, 422, "invalid_input", "lone surrogate")
+        assert "codec" not in response.json()["detail"]
+        assert not [r for r in caplog.records if r.exc_info]
+    assert not SessionEvent.objects.exists()
+    assert AgentSession.objects.get().state == {}
+
+
 def test_an_unknown_api_path_is_a_json_404(api):
     assert_error(api.get("nothing-here"), 404, "not_found", "/api/v1/docs")
     assert_error(api.get("/apps"), 404, "not_found")

@@ -5,6 +5,7 @@ Every test taking ``service`` runs twice and must pass identically on both. Test
 detection); ``test_adk_in_memory_*`` pins the in-memory behaviour that makes them so.
 """
 
+import re
 import time
 
 import pytest
@@ -574,6 +575,43 @@ async def test_ours_only_lone_surrogates_are_stored_as_replacement_characters(dj
     assert got.events[0].content.parts[0].text == "a\ufffdb"
     assert got.events[0].actions.state_delta == {"note": "v\ufffd"}
     assert got.state == {"note": "v\ufffd"}
+
+
+# State no store can keep as given: bytes (ADK's database service decodes them as UTF-8,
+# or fails with a UnicodeDecodeError; JSON has no bytes) and keys holding a lone surrogate
+# (no UTF-8 text holds one). ADK's in-memory service keeps both as they are.
+UNSTORABLE_STATE = (
+    ("scan", {"scan": b"%PDF"}),
+    ("user:pic", {"user:pic": bytearray(b"\xff")}),
+    ("nested", {"nested": {"inner": [b"x"]}}),
+    ("k\ud800", {"k\ud800": 1}),
+    ("deep", {"deep": {"x\udfff": 1}}),
+)
+
+
+async def test_ours_only_state_no_store_keeps_is_refused_naming_the_key(django_service):
+    service = django_service
+    for key, state in UNSTORABLE_STATE:
+        with pytest.raises(ValueError, match=re.escape(repr(key))):
+            await service.create_session(app_name=APP, user_id=ALICE, session_id="s0", state=state)
+    assert await service.get_session(app_name=APP, user_id=ALICE, session_id="s0") is None
+
+    session = await service.create_session(
+        app_name=APP, user_id=ALICE, session_id="s1", state={"k": "kept"}
+    )
+    for key, state in UNSTORABLE_STATE:
+        sent = event(delta={"k": "changed", "temp:t": 1, **state})
+        with pytest.raises(ValueError, match=re.escape(repr(key))):
+            await service.append_event(session, sent)
+    assert session.state == {"k": "kept"}
+    assert session.events == []
+    got = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert (got.state, got.events) == ({"k": "kept"}, [])
+    assert await service.get_user_state(app_name=APP, user_id=ALICE) == {}
+
+    # temp: keys are never stored: their bytes reach the live session, as in ADK
+    await service.append_event(session, event(delta={"temp:raw": b"\xff", "k": "new"}))
+    assert session.state == {"k": "new", "temp:raw": b"\xff"}
 
 
 async def test_adk_database_service_gives_a_stale_session_its_temp_state_first():
