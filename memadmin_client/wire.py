@@ -94,7 +94,9 @@ def _unstorable(value: Any) -> str | None:
         return "bytes, which JSON has not: store text (base64, say) or save an artifact"
     if isinstance(value, dict):
         for key, inner in value.items():
-            if isinstance(key, str) and not _is_text(key):
+            if not isinstance(key, str):
+                return f"the key {key!r}, which is not text: JSON keys are strings"
+            if not _is_text(key):
                 return f"the key {key!r} with a lone surrogate, which no stored text holds"
             problem = _unstorable(inner)
             if problem:
@@ -114,7 +116,9 @@ def check_storable_state(state: dict[str, Any], what: str = "state") -> None:
     on them with a codec error). ``temp:`` keys are never stored and pass. The one place
     for the rule: the in-process services (hence the server) and this client use it."""
     for key, value in state.items():
-        if not isinstance(key, str) or key.startswith(State.TEMP_PREFIX):
+        if not isinstance(key, str):
+            raise ValueError(f"{what} key {key!r} is not text: state keys are strings.")
+        if key.startswith(State.TEMP_PREFIX):
             continue
         if not _is_text(key):
             raise ValueError(

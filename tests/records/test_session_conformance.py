@@ -586,6 +586,8 @@ UNSTORABLE_STATE = (
     ("nested", {"nested": {"inner": [b"x"]}}),
     ("k\ud800", {"k\ud800": 1}),
     ("deep", {"deep": {"x\udfff": 1}}),
+    ("raw", {"raw": {b"\xff": 1}}),  # a key that is not text, inside a value
+    ("name", {"name": {b"x": 1}}),  # one that would decode as text is refused too
 )
 
 
@@ -594,6 +596,10 @@ async def test_ours_only_state_no_store_keeps_is_refused_naming_the_key(django_s
     for key, state in UNSTORABLE_STATE:
         with pytest.raises(ValueError, match=re.escape(repr(key))):
             await service.create_session(app_name=APP, user_id=ALICE, session_id="s0", state=state)
+    with pytest.raises(ValueError, match=re.escape(repr(b"raw"))):
+        await service.create_session(
+            app_name=APP, user_id=ALICE, session_id="s0", state={b"raw": 1}
+        )
     assert await service.get_session(app_name=APP, user_id=ALICE, session_id="s0") is None
 
     session = await service.create_session(
