@@ -177,7 +177,8 @@ SUBJECT_STORES: tuple[SubjectStore, ...] = (
     # could not count it (records.embedding_schema).
     SubjectStore(
         VECTORS,
-        "vectors of the memory records (MEMADMIN_EMBEDDER), computed from their content",
+        "vectors of the memory records (MEMADMIN_EMBEDDER), computed from their content, "
+        "author and the turns said before them",
         owner_prefix="record__",
     ),
     MemoryRecordStore(

@@ -101,12 +101,6 @@ def check_setting() -> str | None:
     return None
 
 
-def context_text(context: Sequence[tuple[str, str]]) -> str | None:
-    """What a new record keeps of the turns said before it (``MemoryRecord.context``):
-    ``context_lines``, or None without an embedder (nothing would read it)."""
-    return context_lines(context) if enabled() else None
-
-
 def context_lines(context: Sequence[tuple[str, str]]) -> str | None:
     """The (author, text) turns before a record as the embedder reads them: one "author:
     text" line each, ``CONTEXT_CHARS`` of each text; None for none."""
@@ -116,11 +110,11 @@ def context_lines(context: Sequence[tuple[str, str]]) -> str | None:
 
 
 def embedding_text(content: str, author: str, context: str | None) -> str:
-    """What the embedder reads for a record: the turns before it, then its own line,
-    named by their authors as search's index names them. A question names a person ("What
-    did Caroline research?") and is answered by a reply ("I researched…") to a turn that
-    named its subject; the bare content matched by meaning worse than lexical search
-    (measured: docs/embeddings.md)."""
+    """What the embedder reads for a record: ``context`` (``context_lines`` of the turns
+    before it), then its own line, named by their authors as search's index names them.
+    A question names a person ("What did Caroline research?") and is answered by a reply
+    ("I researched…") to a turn that named its subject; the bare content matched by
+    meaning worse than lexical search (measured: docs/embeddings.md)."""
     own = _line(author, content)
     return f"{context}\n{own}" if context else own
 
@@ -190,24 +184,30 @@ def _store(pairs: Sequence[tuple[int, vectors.array]]) -> int:
     return after - before
 
 
-def embed_new(records: Sequence[MemoryRecord], evicted: Sequence = ()) -> int:
-    """The ingest hook: embed the records an ingest stored (one embedder call) and keep
-    their vectors; ``evicted`` (victims of the same ingest) are skipped. Never raises (but
-    a Celery task's SoftTimeLimitExceeded, left to the task): a failure leaves the
-    records for the back-fill. Called after the user's lock is
+def embed_new(records: Sequence, candidates: Sequence, evicted: Sequence = ()) -> int:
+    """The ingest hook: embed the records an ingest stored (one embedder call), each with
+    the turns before it in that ingest (its ``candidates``, in the records' order: the
+    turns are not stored, see docs/embeddings.md), and keep their vectors; ``evicted``
+    (victims of the same ingest) are skipped. Never raises (but a Celery task's
+    SoftTimeLimitExceeded, left to the task): a failure leaves the records for the
+    back-fill, which embeds author and content only. Called after the user's lock is
     released, so a slow embedder holds no lock."""
     if not records or not enabled():
         return 0
     gone = {v.id for v in evicted}
-    records = [r for r in records if r.id not in gone]
-    if not records:
+    pairs = [
+        (r.id, embedding_text(c.content, c.author, context_lines(c.context)))
+        for r, c in zip(records, candidates, strict=True)
+        if r.id not in gone
+    ]
+    if not pairs:
         return 0
     try:
-        found = embed([embedding_text(r.content, r.author, r.context) for r in records])
-        return _store([(r.id, v) for r, v in zip(records, found, strict=True) if v is not None])
+        found = embed([text for _, text in pairs])
+        return _store([(rid, v) for (rid, _), v in zip(pairs, found, strict=True) if v is not None])
     except (EmbedderError, DatabaseError) as exc:
         log.warning(
-            "embedding %d new record(s) failed (%s); left for the back-fill", len(records), exc
+            "embedding %d new record(s) failed (%s); left for the back-fill", len(pairs), exc
         )
         return 0
 
@@ -308,15 +308,14 @@ def backfill(
         rows = MemoryRecord.objects.filter(id__gt=result.last_id, embedding__isnull=True)
         if app_name:
             rows = rows.filter(app_name=app_name)
-        batch = list(
-            rows.order_by("id").values_list("id", "content", "author", "context")[:batch_size]
-        )
+        batch = list(rows.order_by("id").values_list("id", "content", "author")[:batch_size])
         if not batch:
             result.done = True
             pgvector.fill_missing()  # vectors written by a process that predates the column
             break
         try:
-            found = embed([embedding_text(*row[1:]) for row in batch])
+            # The turns before a record are not stored: author and content only.
+            found = embed([embedding_text(content, author, None) for _, content, author in batch])
         except EmbedderError as exc:
             result.error = str(exc)
             log.warning("back-fill stopped after record %d: %s", result.last_id, exc)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from django.db import connection
@@ -169,4 +170,22 @@ def apply(barrier: tuple[datetime, int] | None, candidates: Sequence, started_at
             request_id,
             len(candidates) - len(kept),
         )
-    return kept
+    # Nor may a kept one carry them as its context (search's context layer, the
+    # embedder's text).
+    return [_without_turns_before(c, raised_at) for c in kept]
+
+
+def _without_turns_before(candidate, raised_at: datetime):
+    said = candidate.context_said
+    if all(at is None or not at < raised_at for at in said):
+        return candidate
+    turns = [
+        (turn, at)
+        for turn, at in zip(candidate.context, said, strict=True)
+        if at is None or not at < raised_at
+    ]
+    return replace(
+        candidate,
+        context=tuple(turn for turn, _ in turns),
+        context_said=tuple(at for _, at in turns),
+    )

@@ -57,6 +57,9 @@ class Candidate:
     slot: str = ""  # what the text states a value of (records.slots)
     # (author, text) of the turns said just before it in its session, for search only.
     context: tuple[tuple[str, str], ...] = ()
+    # When each of those turns was said (None: unknown): an erasure barrier drops the
+    # turns said before it, as it drops candidates (records.erasure_guard.apply).
+    context_said: tuple[datetime | None, ...] = ()
     role: str | None = None  # its content's role as stored (``content_role``)
 
 
@@ -165,7 +168,7 @@ class Extractor:
         self, app_name: str, user_id: str, session_id: str, events: Iterable
     ) -> list[Candidate]:
         out = []
-        before: deque[tuple[str, str]] = deque(maxlen=CONTEXT_TURNS)
+        before: deque[tuple[str, str, datetime | None]] = deque(maxlen=CONTEXT_TURNS)
         # A session may hold two events with one id and different texts (a re-delivery
         # is stored once, a different event is stored): each text keeps a key of its
         # own, the first the id's, so neither is taken for a duplicate of the other.
@@ -182,9 +185,11 @@ class Extractor:
             # ingest key the event alike.
             event_id = storable_text(event.id or "")
             author = storable_text((event.author or "")[:256])
-            context = tuple(before)
+            said = readable(event.timestamp)
+            context = tuple((a, t) for a, t, _ in before)
+            context_said = tuple(at for _, _, at in before)
             cleaned = clean_text(text)
-            before.append((author, cleaned))
+            before.append((author, cleaned, said))
             key = None
             if event_id:
                 texts = texts_of.setdefault(event_id, [])
@@ -198,8 +203,9 @@ class Extractor:
                 event_ids=(event_id,) if event_id else (),
                 author=author,
                 role=content_role(event.content),
-                entry_timestamp=readable(event.timestamp),
+                entry_timestamp=said,
                 context=context,
+                context_said=context_said,
             )
             if candidate is not None:
                 out.append(candidate)

@@ -202,7 +202,9 @@ def ingest(
             )
     if _simulated.get():  # a dry-run: its writes are rolled back; nothing leaves them
         return result
-    embeddings.embed_new(new, result.evicted)  # after the lock; never fails the ingest
+    # After the lock; never fails the ingest. Each record with the turns before it in
+    # this ingest, which are not stored (see records.embeddings.embedding_text).
+    embeddings.embed_new(new, fresh, result.evicted)
     # After the lock: the app-wide counter rows must not serialise ingests. With Redis
     # they wait in the touch buffer for its flush, as a search's counts do.
     counts = {feedback.RECORDS_ADDED: result.added}
@@ -285,8 +287,6 @@ class NewRecord:
 
     id: int
     content: str
-    author: str
-    context: str | None
 
 
 # PostgreSQL: the new records travel as one JSON parameter (json.dumps is C; the ORM
@@ -295,16 +295,16 @@ class NewRecord:
 # ids returned, in the order given, as the ORM's own bulk insert relies on.
 _PG_INSERT = f"""
     INSERT INTO {MemoryRecord._meta.db_table} (app_name, user_id, source_session_id,
-        source_event_ids, dedupe_key, content, author, role, context, entry_timestamp,
-        created_at, last_accessed_at, hits, importance, importance_source, importance_rule,
-        category, pinned, tokens, due_at, slot, is_summary, summary_sources, custom_metadata,
+        source_event_ids, dedupe_key, content, author, role, entry_timestamp, created_at,
+        last_accessed_at, hits, importance, importance_source, importance_rule, category,
+        pinned, tokens, due_at, slot, is_summary, summary_sources, custom_metadata,
         search_tokens)
-    SELECT %(new_app)s, %(new_user)s, r.s, r.e, r.k, r.c, r.a, r.role, r.ctx, r.t, %(new_now)s,
+    SELECT %(new_app)s, %(new_user)s, r.s, r.e, r.k, r.c, r.a, r.role, r.t, %(new_now)s,
         %(new_accessed)s, 0, r.i, r.src, r.rule, r.cat, r.p, r.n, r.d, r.slot, false,
         '[]'::jsonb, r.m, r.x
     FROM jsonb_to_recordset(%(new_rows)s::jsonb) AS r(s text, e jsonb, k text, c text,
-        a text, role text, ctx text, t timestamptz, i float8, src text, rule text,
-        cat text, p boolean, n integer, d timestamptz, slot text, m jsonb, x text)
+        a text, role text, t timestamptz, i float8, src text, rule text, cat text, p boolean,
+        n integer, d timestamptz, slot text, m jsonb, x text)
     RETURNING id"""  # noqa: S608 - the model's table; values are parameters
 
 
@@ -336,7 +336,6 @@ def _pg_insert(
             "c": c.content,
             "a": c.author,
             "role": c.role,
-            "ctx": embeddings.context_text(c.context),
             "t": _iso(c.entry_timestamp),
             "i": c.importance,
             "src": str(c.importance_source),
@@ -377,9 +376,7 @@ def _pg_insert(
         ids = [i for (i,) in results[0]]
         if len(ids) != len(candidates):
             raise RuntimeError("the insert returned fewer ids than it was given rows")
-        new = [
-            NewRecord(i, row["c"], row["a"], row["ctx"]) for i, row in zip(ids, rows, strict=True)
-        ]
+        new = [NewRecord(i, c.content) for i, c in zip(ids, candidates, strict=True)]
     if select:
         contents: dict[int, str] = {}
         selected = (victims_from_rows(results[-1], contents), contents)
@@ -488,7 +485,6 @@ def _new_record(
         content=c.content,
         author=c.author,
         role=c.role,
-        context=embeddings.context_text(c.context),
         entry_timestamp=c.entry_timestamp,
         created_at=now,
         # Creation may not count as access: see PolicyParams.fresh_start.

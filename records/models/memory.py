@@ -48,12 +48,6 @@ class MemoryRecord(models.Model):
     # their entries derive it from the author (``memory_service.to_memory_entry``). NULL,
     # not "", so SQLite adds the column without rebuilding the table (see ``slot``).
     role = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001 - NULL = none
-    # The turns said just before it in its session, one "author: text" line each, kept
-    # only while MEMADMIN_EMBEDDER is set: the embedder reads them with the record
-    # (``records.embeddings.embedding_text``), as search's context layer does. NULL
-    # without an embedder, for entries given through add_memory, and for records stored
-    # before it was kept.
-    context = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL = none kept
     entry_timestamp = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     last_accessed_at = models.DateTimeField()

@@ -8,14 +8,16 @@ from asgiref.sync import async_to_sync
 from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from google.adk.sessions.session import Session
 
 from erasure import jobs
 from erasure.models import ErasureStatus
-from records import erasure_guard, sessions, store
+from records import erasure_guard, sessions, store, vectors
 from records.erasure_guard import ErasedSubjectError, acquire_subject_lock
 from records.locks import user_lock
 from records.memory_service import EvictingMemoryService
-from records.models import MemoryRecord
+from records.models import MemoryRecord, RecordEmbedding
+from tests import embedders
 
 from ..records.factories import text_event
 from .helpers import OTHER, USER, erase, submit
@@ -53,6 +55,29 @@ def test_an_ingest_that_started_before_the_barrier_is_refused_and_writes_nothing
         store.ingest("pharmacy", USER, candidates, started)
     assert USER not in str(refused.value)
     assert not MemoryRecord.objects.filter(user_id=USER).exists()
+
+
+@pytest.mark.django_db
+def test_turns_said_before_the_erasure_are_no_kept_records_context(settings):
+    """A session re-delivered after the erasure: the turns said before the barrier are
+    dropped, and the turn said after it carries none of them as the turns before it
+    (search's context layer, the embedder's text)."""
+    settings.MEMADMIN = {**settings.MEMADMIN, "EMBEDDER": "tests.embedders.bag_of_concepts"}
+    said = time.time() - 60
+    old = [
+        text_event("My passport number is X1234567", ts=said),
+        text_event("Noted, thank you", author="agent", ts=said + 1),
+    ]
+    erase("pharmacy")
+    new = text_event("The roof of the shed leaks when it rains")  # said after the barrier
+    session = Session(id="s1", app_name="pharmacy", user_id=USER, events=[*old, new])
+    async_to_sync(EvictingMemoryService().add_session_to_memory)(session)
+    (kept,) = MemoryRecord.objects.filter(user_id=USER)
+    assert kept.content == "The roof of the shed leaks when it rains"
+    assert "x1234567" not in kept.search_tokens and "noted" not in kept.search_tokens
+    stored = vectors.from_bytes(bytes(RecordEmbedding.objects.get(record_id=kept.id).vector))
+    alone = vectors.unit(embedders.vector("user: The roof of the shed leaks when it rains"))
+    assert list(stored) == list(alone)
 
 
 @pytest.mark.django_db

@@ -119,7 +119,6 @@ def _vector_of(record_id):
 def test_a_turn_is_embedded_with_the_turns_before_it_each_named_by_its_author(use_embedder):
     use_embedder("bag_of_concepts")
     reply = _conversation()
-    assert reply.context == REPLY_CONTEXT
     text = f"{REPLY_CONTEXT}\nuser: {REPLY}"
     assert _vector_of(reply.id) == list(vectors.unit(embedders.vector(text)))
     # The reply holds no word of the question; the turn it answers does, by meaning
@@ -129,25 +128,23 @@ def test_a_turn_is_embedded_with_the_turns_before_it_each_named_by_its_author(us
     assert reply.id not in search_ids("car")
 
 
-def test_without_an_embedder_no_context_is_kept_and_the_back_fill_embeds_author_and_content(
+def test_the_turns_before_a_record_are_not_stored_the_back_fill_embeds_author_and_content(
     use_embedder,
 ):
-    use_embedder(None)
+    use_embedder("failing")
     reply = _conversation()
-    assert reply.context is None  # nothing would read it: not kept
+    assert _vectors() == set()
+    # Nothing holds the turns' text but their own records: deleting or evicting one
+    # leaves no copy of it in another record's row.
+    stored = MemoryRecord.objects.get(id=reply.id)
+    assert not any(
+        CONVERSATION[0][1] in str(getattr(stored, f.attname))
+        for f in MemoryRecord._meta.concrete_fields
+        if f.attname != "search_tokens"
+    )
     use_embedder("bag_of_concepts")
     assert embeddings.backfill(app_name=APP).done
     assert _vector_of(reply.id) == list(vectors.unit(embedders.vector(f"user: {REPLY}")))
-
-
-def test_the_back_fill_embeds_the_same_text_as_the_failed_ingest_would_have(use_embedder):
-    use_embedder("failing")
-    reply = _conversation()
-    assert reply.context == REPLY_CONTEXT and _vectors() == set()
-    use_embedder("bag_of_concepts")
-    assert embeddings.backfill(app_name=APP).done
-    text = f"{REPLY_CONTEXT}\nuser: {REPLY}"
-    assert _vector_of(reply.id) == list(vectors.unit(embedders.vector(text)))
 
 
 def test_each_turn_before_a_record_is_kept_up_to_a_bound():

@@ -184,13 +184,11 @@ def test_a_policy_created_in_a_rolled_back_transaction_is_not_served_from_the_ca
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("embedder", ["", "tests.embedders.bag_of_concepts"])
-def test_an_ingested_record_has_every_column_the_orm_would_have_written(settings, embedder):
+def test_an_ingested_record_has_every_column_the_orm_would_have_written():
     """PostgreSQL stores new records without model instances (``store._pg_insert``):
     every column must be what the ORM's own path (``store._new_record`` and the
     manager's bulk create, SQLite's path) writes, search tokens with their context
-    layer included, and with an embedder the context kept for it."""
-    settings.MEMADMIN = {**settings.MEMADMIN, "EMBEDDER": embedder}
+    layer included."""
     update_policy("app", {"max_records": 50})
     texts = [
         *TEXTS,
@@ -223,5 +221,3 @@ def test_an_ingested_record_has_every_column_the_orm_would_have_written(settings
         assert {f: getattr(got, f) for f in fields} == {f: getattr(expected, f) for f in fields}
     assert any(r.due_at for r in stored.values()) and any(r.slot for r in stored.values())
     assert any("@" in r.search_tokens for r in stored.values())  # the context layer
-    kept = [r.context for r in stored.values()]
-    assert any(kept) if embedder else not any(kept)  # kept only for an embedder
