@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, override
 
 from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import (
     BaseSessionService,
@@ -154,9 +155,9 @@ class RemoteSessionService(RemoteService, BaseSessionService):
             response = await self.client.request(
                 "POST", path, json=body, app_name=session.app_name, idempotent=True
             )
-        except StaleSessionError:
+        except (StaleSessionError, SessionNotFoundError):
             # As in process (and ADK's database service): temp state reaches the session
-            # object even when the append is refused as stale.
+            # object even when the append is refused (no session, or a stale one).
             self._apply_temp_state(session, event)
             self._trim_temp_delta_state(event)
             raise

@@ -772,16 +772,16 @@ def append_event(session: Session, event: Event, *, now: float | None = None) ->
             )
             .first()
         )
+        # As ADK's database service: temp state reaches the caller's session object even
+        # when the append is then refused (no session, or a stale one).
+        _apply_temp_state(session, event)
+        if event.actions.state_delta:
+            event.actions.state_delta = without_temp_keys(event.actions.state_delta)
         if row is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
         as_stored = _without_temp(as_delivered)
         if row.id_stored and _is_stored_already(row, event, as_stored):
             return event
-        # As ADK's database service: temp state reaches the caller's session object even
-        # when the append is then refused as stale.
-        _apply_temp_state(session, event)
-        if event.actions.state_delta:
-            event.actions.state_delta = without_temp_keys(event.actions.state_delta)
         _check_not_stale(row, session)
 
         deltas = storable(

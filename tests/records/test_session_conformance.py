@@ -651,6 +651,31 @@ async def _a_stale_append_gives_its_temp_state_to_the_session(service):
     assert [e.content.parts[0].text for e in got.events] == ["from one"]
 
 
+async def test_adk_database_service_gives_a_deleted_session_its_temp_state_first():
+    """Why the next test holds: the same when the session is gone."""
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    async with DatabaseSessionService("sqlite+aiosqlite:///:memory:") as service:
+        await _an_append_to_a_deleted_session_gives_it_its_temp_state(service)
+
+
+async def test_ours_only_an_append_to_a_deleted_session_gives_it_its_temp_state(django_service):
+    await _an_append_to_a_deleted_session_gives_it_its_temp_state(django_service)
+
+
+async def _an_append_to_a_deleted_session_gives_it_its_temp_state(service):
+    session = await service.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    await service.delete_session(app_name=APP, user_id=ALICE, session_id="s1")
+    sent = event("too late", ts=T + 1, delta={"temp:scratch": 1, "k": "v"})
+
+    with pytest.raises(SessionNotFoundError):
+        await service.append_event(session, sent)
+
+    assert session.state == {"temp:scratch": 1}
+    assert sent.actions.state_delta == {"k": "v"}
+    assert await service.get_session(app_name=APP, user_id=ALICE, session_id="s1") is None
+
+
 async def test_ours_only_state_written_through_another_session_does_not_make_a_session_stale(
     django_service,
 ):
