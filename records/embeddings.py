@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 FUSION_DEPTH = 50
 # Records per embedder call in the back-fill.
 BACKFILL_BATCH = 64
-# Characters of each turn before a record that it keeps for the embedder: the record's
+# Characters of each turn before a record that the embedder reads with it: the record's
 # own words must still fit in what a model reads (a few hundred tokens).
 CONTEXT_CHARS = 500
 
