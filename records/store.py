@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -51,6 +49,7 @@ from .models import (
     RegretTerm,
 )
 from .policies import policy_for
+from .simulation import active as simulation_active
 from .summaries import summarise
 from .touches import apply_touches
 from .victims import (
@@ -96,22 +95,6 @@ def ingest_extracted(app_name: str, user_id: str, extract: Extract, now: datetim
     config = config_cache.cached(app_name) or config_cache.load(app_name)
     candidates = extract(config.extractor())
     return ingest(app_name, user_id, candidates, now, config=config, reextract=extract, **kwargs)
-
-
-_simulated: ContextVar[bool] = ContextVar("memadmin_simulated", default=False)
-
-
-@contextmanager
-def simulation() -> Iterator[None]:
-    """For a dry-run, which runs ingest and enforcement on the database inside a
-    transaction it then rolls back: ingest's effects outside the database (the records
-    sent to the embedder, the touch buffer's and the metrics' counts) are left out,
-    since what they count or send never happened."""
-    token = _simulated.set(True)
-    try:
-        yield
-    finally:
-        _simulated.reset(token)
 
 
 def ingest(
@@ -200,7 +183,7 @@ def ingest(
             result.evicted = _enforce_locked(
                 app_name, user_id, now, policy, run_id=run_id, selected=selected
             )
-    if _simulated.get():  # a dry-run: its writes are rolled back; nothing leaves them
+    if simulation_active():  # a dry-run: its writes are rolled back; nothing leaves them
         return result
     # After the lock; never fails the ingest. Each record with the turns before it in
     # this ingest, which are not stored (see records.embeddings.embedding_text).

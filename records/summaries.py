@@ -25,7 +25,7 @@ from functools import cache
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from . import plugins
+from . import plugins, simulation
 from . import policy as pure
 from .models import ImportanceSource, MemoryRecord
 from .tokens import token_counter
@@ -33,6 +33,8 @@ from .tokens import token_counter
 log = logging.getLogger(__name__)
 
 SUMMARY_RULE = "summary"
+# What a dry-run plans a plugged-in summariser to write where the extractive one does not fit.
+PLANNED_SUMMARY = "Summary of earlier notes."
 FIRST_SENTENCE_CHARS = 300
 
 
@@ -71,6 +73,8 @@ def summariser() -> Callable[[Sequence[str], int], str]:
 
 
 def _within_budget(texts: Sequence[str], budget: int) -> str:
+    if simulation.active():
+        return _planned_summary(texts, budget)
     try:
         text = summariser()(list(texts), budget)
     except Exception as exc:  # a broken plug-in must not block eviction
@@ -79,6 +83,18 @@ def _within_budget(texts: Sequence[str], budget: int) -> str:
     if not text or token_counter()(text) > budget:
         text = extractive_summary(texts, budget)
     return text
+
+
+def _planned_summary(texts: Sequence[str], budget: int) -> str:
+    """A dry-run's summary (rolled back): no memory text goes out to a plugged-in
+    summariser (an LLM call per cluster, for every user planned) for a summary never
+    kept. The extractive one stands in; where it does not fit the budget, a plug-in is
+    taken to write one that does (its short stand-in), so the cluster is planned as
+    summarised, as the real run would most likely summarise it."""
+    text = extractive_summary(texts, budget)
+    if text or summariser() is extractive_summary:
+        return text  # the default summariser: exactly what the real run writes
+    return PLANNED_SUMMARY if token_counter()(PLANNED_SUMMARY) <= budget else ""
 
 
 def clusters(victims, records: dict[int, MemoryRecord], min_size: int) -> list[list[int]]:

@@ -19,6 +19,7 @@ from records import store
 from records.models import EvictionEvent, MemoryRecord
 from records.policies import policy_for
 from records.policy_sql import expired_q, live_q
+from records.simulation import simulation
 
 from .models import ItemKind, Run, WorkItem
 from .sweep import (
@@ -118,7 +119,7 @@ def preview_users(item: WorkItem, as_of: datetime) -> str:
     started_at = timezone.now()  # before anything of the users is read
     existing = stored_importance(item.app_name, item.users)
     try:
-        with transaction.atomic(), store.simulation():
+        with transaction.atomic(), simulation():
             victims = store.enforce_many(item.app_name, item.users, as_of)
             versions = policy_versions_used(item.app_name, victims)
             raise _Rollback

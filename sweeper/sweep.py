@@ -26,6 +26,7 @@ from records.models import AgentSession, EvictionEvent, MemoryRecord, RetiredSes
 from records.policies import policy_for, policy_or_default
 from records.policy import idle_cutoff, session_idle
 from records.policy_sql import idle_q
+from records.simulation import simulation
 
 from .models import EntryKind, ItemKind, PlanEntry, Run, WorkItem
 
@@ -168,7 +169,7 @@ def preview_user_sessions(item: WorkItem, as_of: datetime) -> str:
     sessions = [s for s in sessions if s is not None]
     existing = stored_importance(app_name, [user_id])
     try:
-        with transaction.atomic(), store.simulation():
+        with transaction.atomic(), simulation():
             victims = []
             for session in sessions:
                 victims.extend(add_session(session, as_of).evicted)

@@ -1,14 +1,18 @@
 """Summarise before evicting."""
 
+import io
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.core.management import call_command
+from django.utils import timezone
 
-from records import store
+from records import store, summaries
 from records.models import EvictionEvent, MemoryRecord
 from records.policies import update_policy
 from records.summaries import extractive_summary, first_sentence
 from records.tokens import count_tokens
+from sweeper.models import PlanEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -110,8 +114,6 @@ def test_extractive_summary_respects_the_token_budget_and_dedupes():
 def _enforce_with_summariser(settings, name: str) -> MemoryRecord:
     """Enforce a cap over a cluster of victims with ``name`` (of this module) as the
     summariser; the summary written."""
-    from records import summaries
-
     settings.MEMADMIN = {**settings.MEMADMIN, "SUMMARISER": f"tests.records.test_summaries.{name}"}
     summaries.summariser.cache_clear()
     try:
@@ -161,3 +163,45 @@ def test_the_first_sentence_is_what_splitting_at_the_first_sentence_end_gave(see
 def test_a_long_text_with_no_sentence_end_is_cut_at_300_characters():
     assert first_sentence("a" * 10_000) == "a" * 300
     assert first_sentence("Done. Next") == "Done."
+
+
+SUMMARISED: list[int] = []  # texts each call of ``recording`` was given
+
+
+def recording(texts, max_tokens):
+    SUMMARISED.append(len(texts))
+    return "Recorded summary."
+
+
+def test_a_dry_run_sends_nothing_to_a_plugged_in_summariser(settings):
+    """A dry-run (rolled back) plans the same summarised victims with the extractive
+    summary; the plugged-in summariser (an LLM call, memory text sent out) is called only
+    when the eviction is real."""
+    settings.MEMADMIN = {
+        **settings.MEMADMIN,
+        "SUMMARISER": "tests.records.test_summaries.recording",
+    }
+    summaries.summariser.cache_clear()
+    SUMMARISED.clear()
+    try:
+        update_policy("app", {"summarise": True, "summarise_min_cluster": 2, "max_records": 2})
+        now = timezone.now()  # a dry-run previews from today on
+        for i in range(4):
+            note(f"A short note {i}. x", session="s", age_days=(NOW - now).days + 1)
+        out = io.StringIO()
+        call_command("enforce", "--app", "app", "--dry-run", stdout=out)
+        planned = out.getvalue()
+        assert SUMMARISED == []
+        assert MemoryRecord.objects.filter(app_name="app").count() == 4
+        assert not MemoryRecord.objects.filter(is_summary=True).exists()
+
+        evicted = store.enforce("app", "u", now)
+        assert f"Would evict {len(evicted)} record(s)." in planned
+        # The same victims for the same reasons, summarised ones included.
+        assert sorted(PlanEntry.objects.values_list("record_id", "reason")) == sorted(
+            (v.id, str(v.reason)) for v in evicted
+        )
+        assert SUMMARISED == [2]
+        assert MemoryRecord.objects.get(is_summary=True).content == "Recorded summary."
+    finally:
+        summaries.summariser.cache_clear()
