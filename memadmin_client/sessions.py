@@ -18,6 +18,7 @@ from .errors import is_absent
 from .http import RemoteService, segment, session_path, user_path
 from .wire import (
     MAX_RECENT_EVENTS,
+    check_session_config,
     check_storable_state,
     dump,
     json_safe_state,
@@ -82,6 +83,7 @@ class RemoteSessionService(RemoteService, BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
+        check_session_config(config)
         params = {}
         if config is not None:
             recent = config.num_recent_events

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
 from google.adk.errors.input_validation_error import InputValidationError
 from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import GetSessionConfig
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 from pydantic import BaseModel
@@ -128,6 +130,25 @@ def check_storable_state(state: dict[str, Any], what: str = "state") -> None:
         problem = _unstorable(value)
         if problem:
             raise ValueError(f"{what} key {key!r} holds {problem}.")
+
+
+def check_session_config(config: GetSessionConfig | None) -> None:
+    """Refuse (ValueError) a ``get_session`` filter no service answers sensibly: an
+    ``after_timestamp`` that is not a finite number (NaN compares false with every time:
+    PostgreSQL returned no event and SQLite every one; ADK's database service raises a
+    ValueError or an OverflowError), or a negative ``num_recent_events`` (ADK's config
+    refuses one; one built without validation may hold it). The one place for the rule:
+    the in-process services (hence the server) and this client use it."""
+    if config is None:
+        return
+    recent = config.num_recent_events
+    if recent is not None and recent < 0:
+        raise ValueError(f"num_recent_events must be 0 or more, not {recent}.")
+    after = config.after_timestamp
+    if after is not None and not math.isfinite(after):
+        raise ValueError(
+            f"after_timestamp must be a finite number of seconds since the epoch, not {after}."
+        )
 
 
 def without_temp_keys(delta: dict[str, Any]) -> dict[str, Any]:

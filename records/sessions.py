@@ -44,7 +44,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig, ListSessi
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
-from memadmin_client.wire import check_storable_state, without_temp_keys
+from memadmin_client.wire import check_session_config, check_storable_state, without_temp_keys
 
 from . import one_trip
 from .ids import decimal_id, validate_app_name, validate_id
@@ -231,6 +231,7 @@ def get_session(
     """The session with its (filtered) events and merged state, or None if there is none."""
     _check_owner(app_name, user_id)
     session_id = _clean_session_id(session_id)
+    check_session_config(config)
     # The row is read before the events: if an append commits in between, the caller
     # holds an older revision than its events and a later append is refused as stale
     # (safe), rather than the other way round (a lost event).

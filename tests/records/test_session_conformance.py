@@ -329,6 +329,32 @@ def test_a_negative_num_recent_events_is_refused_by_adk():
         GetSessionConfig(num_recent_events=-1)
 
 
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (GetSessionConfig(after_timestamp=float("nan")), "after_timestamp must be a finite"),
+        (GetSessionConfig(after_timestamp=float("inf")), "after_timestamp must be a finite"),
+        (GetSessionConfig(after_timestamp=-float("inf")), "after_timestamp must be a finite"),
+        # Built without ADK's validation, which refuses it.
+        (GetSessionConfig.model_construct(num_recent_events=-1), "must be 0 or more, not -1"),
+    ],
+)
+async def test_ours_only_a_filter_that_names_no_time_or_count_is_refused(
+    django_service, config, message
+):
+    """NaN compares false with every time (PostgreSQL returned no event, SQLite all);
+    ADK's database service raises on such a timestamp too."""
+    session = await django_service.create_session(app_name=APP, user_id=ALICE, session_id="s1")
+    await django_service.append_event(session, event("m1", ts=T + 1))
+
+    with pytest.raises(ValueError, match=message):
+        await django_service.get_session(
+            app_name=APP, user_id=ALICE, session_id="s1", config=config
+        )
+    got = await django_service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    assert [e.content.parts[0].text for e in got.events] == ["m1"]
+
+
 # --- idempotent append ----------------------------------------------------------------
 
 
