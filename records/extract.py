@@ -105,6 +105,18 @@ def event_text(event) -> str:
     return "\n".join(t for t in texts if t.strip())
 
 
+def _turn(event) -> tuple[str, str, str, datetime | None] | None:
+    """(text, author, cleaned text, when said) of an event that carries text, else None
+    (a partial event, tool traffic, a compaction)."""
+    if getattr(event, "partial", False):
+        return None
+    text = event_text(event)
+    if not text:
+        return None
+    author = storable_text((event.author or "")[:256])
+    return text, author, clean_text(text), readable(event.timestamp)
+
+
 class Extractor:
     """Applies rules (and the optional classifier) to text; counts tokens."""
 
@@ -165,10 +177,21 @@ class Extractor:
         return unmatched_importance(text, information=self.information)
 
     def from_events(
-        self, app_name: str, user_id: str, session_id: str, events: Iterable
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: Iterable,
+        preceding: Iterable = (),
     ) -> list[Candidate]:
+        """``preceding``: the session's events said before ``events`` (a batch of a
+        session, ``add_events_to_memory``), read for the first candidates' context only."""
         out = []
         before: deque[tuple[str, str, datetime | None]] = deque(maxlen=CONTEXT_TURNS)
+        for event in preceding:
+            turn = _turn(event)
+            if turn is not None:
+                before.append(turn[1:])
         # A session may hold two events with one id and different texts (a re-delivery
         # is stored once, a different event is stored): each text keeps a key of its
         # own, the first the id's, so neither is taken for a duplicate of the other.
@@ -176,19 +199,15 @@ class Extractor:
         # latest) sees every text; a batch holding only the later text does not.
         texts_of: dict[str, list[str]] = {}
         for event in events:
-            if getattr(event, "partial", False):
+            turn = _turn(event)
+            if turn is None:
                 continue
-            text = event_text(event)
-            if not text:
-                continue
+            text, author, cleaned, said = turn
             # As the session service stores it, so a batch and a later whole-session
             # ingest key the event alike.
             event_id = storable_text(event.id or "")
-            author = storable_text((event.author or "")[:256])
-            said = readable(event.timestamp)
             context = tuple((a, t) for a, t, _ in before)
             context_said = tuple(at for _, _, at in before)
-            cleaned = clean_text(text)
             before.append((author, cleaned, said))
             key = None
             if event_id:

@@ -27,6 +27,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from . import later, search, store
+from . import sessions as session_store
 from .extract import memory_key
 from .ids import check_scope, decimal_id, record_id
 from .models import MemoryRecord
@@ -62,16 +63,21 @@ def add_events(
     now: datetime,
     session_id: str | None = None,
 ) -> store.IngestResult:
-    """Extract a delta of events (not necessarily a whole session)."""
+    """Extract a delta of events (not necessarily a whole session). When this service
+    stores the session and holds the batch's first event, the turns said before it are
+    its first turns' context, as when the whole session is ingested."""
     check_scope(app_name, user_id, session_id)
     for event in events:
         if not isinstance(event, Event):
             raise TypeError(f"events must be google.adk Event objects, not {type(event).__name__}")
+    preceding: list[Event] = []
+    if session_id and events and events[0].id:
+        preceding = session_store.events_before(app_name, user_id, session_id, events[0].id)
     return store.ingest_extracted(
         app_name,
         user_id,
         lambda extractor: extractor.from_events(
-            app_name, user_id, session_id or UNSCOPED_SESSION, events
+            app_name, user_id, session_id or UNSCOPED_SESSION, events, preceding
         ),
         now,
     )

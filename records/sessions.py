@@ -560,6 +560,28 @@ def _is_stored_already(row: AgentSession, event: Event, as_stored: dict[str, Any
     return any(_by_value(data) == wanted for data in stored)
 
 
+# Events read back before a batch: its first turns' context is in the text turns among
+# them (tool calls and responses between two turns carry none).
+EVENTS_BEFORE = 8
+
+
+def events_before(app_name: str, user_id: str, session_id: str, event_id: str) -> list[Event]:
+    """The last ``EVENTS_BEFORE`` events the session holds before its last event with
+    id ``event_id``, oldest first; none when this store holds neither."""
+    stored = SessionEvent.objects.filter(
+        session__app_name=app_name,
+        session__user_id=user_id,
+        session__session_id=_clean_session_id(session_id),
+    )
+    batch_at = stored.filter(event_id=storable_text(event_id)).order_by("-position")
+    data = (
+        stored.filter(position__lt=Subquery(batch_at.values("position")[:1]))
+        .order_by("-position")
+        .values_list("data", flat=True)[:EVENTS_BEFORE]
+    )
+    return [Event.model_validate(d) for d in reversed(data)]
+
+
 def is_last_event(app_name: str, user_id: str, session_id: str, event: Event) -> bool:
     """Whether the session's last stored event is ``event``, judged as a re-delivery is
     (``_is_stored_already``): a session may hold another event with the same id."""

@@ -78,6 +78,47 @@ def test_add_events_is_an_incremental_delta_and_idempotent():
     assert set(MemoryRecord.objects.values_list("source_session_id", flat=True)) == {"s1"}
 
 
+def test_a_session_remembered_an_exchange_at_a_time_is_indexed_as_when_whole():
+    """An agent's callback saving each exchange (``add_events_to_memory`` with the
+    session's id) gives each batch's first turn the turns said before it, read from the
+    stored session, as ingesting the whole session does: the same search index."""
+    from records.session_service import DjangoSessionService
+
+    sessions = DjangoSessionService()
+    turns = [
+        ("user", "I just adopted a greyhound"),
+        ("agent", "Congratulations! What is the dog called?"),
+        ("user", "She is called Pepper"),
+        ("agent", "Lovely name"),
+        ("user", "She is scared of the couriers"),
+        ("agent", "Noted"),
+    ]
+    held = {}
+    for user in ("by-exchange", "whole"):
+        held[user] = run(sessions.create_session(app_name="pharmacy", user_id=user))
+        for author, text in turns:
+            run(sessions.append_event(held[user], text_event(text, author=author)))
+    svc = service()
+    by_exchange = held["by-exchange"]
+    for first in range(0, len(turns), 2):
+        run(
+            svc.add_events_to_memory(
+                app_name="pharmacy",
+                user_id="by-exchange",
+                events=by_exchange.events[first : first + 2],
+                session_id=by_exchange.id,
+            )
+        )
+    run(svc.add_session_to_memory(held["whole"]))
+
+    def index(user):
+        rows = MemoryRecord.objects.filter(user_id=user).values_list("content", "search_tokens")
+        return dict(rows)
+
+    assert index("by-exchange") == index("whole")
+    assert "@greyhound" in index("whole")["She is called Pepper"].split()  # context it has
+
+
 def test_events_sharing_an_id_with_different_texts_are_each_remembered_once():
     """The session service stores a different event that shares an id (only an equal
     re-delivery is dropped): memory keeps each text, and a re-ingest adds nothing."""
