@@ -646,60 +646,58 @@ async def test_ours_only_state_no_store_keeps_is_refused_naming_the_key(django_s
     assert session.state == {"k": "new", "temp:raw": b"\xff"}
 
 
-async def test_adk_database_service_gives_a_stale_session_its_temp_state_first():
-    """Why the next test holds: ADK's database service applies an event's temp: state
-    to the caller's session object (and trims it from the event) before it finds the
-    session stale."""
+@pytest.fixture(params=["adk_database", "ours"])
+async def adk_database_or_ours(request):
+    """ADK's database service (SQLite in memory), which ours follows where ADK's in-memory
+    one does not detect the refusal, or ours."""
+    if request.param == "ours":
+        yield request.getfixturevalue("django_service")
+        return
     from google.adk.sessions.database_session_service import DatabaseSessionService
 
     async with DatabaseSessionService("sqlite+aiosqlite:///:memory:") as service:
-        await _a_stale_append_gives_its_temp_state_to_the_session(service)
+        yield service
 
 
-async def test_ours_only_a_stale_append_gives_the_session_its_temp_state(django_service):
-    await _a_stale_append_gives_its_temp_state_to_the_session(django_service)
-
-
-async def _a_stale_append_gives_its_temp_state_to_the_session(service):
+async def _a_stale_copy(service):
+    """A copy of the session that another copy has appended to since."""
     one = await service.create_session(app_name=APP, user_id=ALICE, session_id="s1")
     two = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
     await service.append_event(one, event("from one", ts=T + 1))
-    sent = event("from two", ts=T + 2, delta={"temp:scratch": 1, "k": "two"})
-
-    with pytest.raises(StaleSessionError):
-        await service.append_event(two, sent)
-
-    assert two.state == {"temp:scratch": 1}
-    assert sent.actions.state_delta == {"k": "two"}
-    assert len(two.events) == 0
-    got = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
-    assert got.state == {}
-    assert [e.content.parts[0].text for e in got.events] == ["from one"]
+    return two
 
 
-async def test_adk_database_service_gives_a_deleted_session_its_temp_state_first():
-    """Why the next test holds: the same when the session is gone."""
-    from google.adk.sessions.database_session_service import DatabaseSessionService
-
-    async with DatabaseSessionService("sqlite+aiosqlite:///:memory:") as service:
-        await _an_append_to_a_deleted_session_gives_it_its_temp_state(service)
-
-
-async def test_ours_only_an_append_to_a_deleted_session_gives_it_its_temp_state(django_service):
-    await _an_append_to_a_deleted_session_gives_it_its_temp_state(django_service)
-
-
-async def _an_append_to_a_deleted_session_gives_it_its_temp_state(service):
+async def _a_deleted_session(service):
     session = await service.create_session(app_name=APP, user_id=ALICE, session_id="s1")
     await service.delete_session(app_name=APP, user_id=ALICE, session_id="s1")
-    sent = event("too late", ts=T + 1, delta={"temp:scratch": 1, "k": "v"})
+    return session
 
-    with pytest.raises(SessionNotFoundError):
+
+@pytest.mark.parametrize(
+    ("refused_session", "refusal", "stored"),
+    [
+        pytest.param(_a_stale_copy, StaleSessionError, ({}, ["from one"]), id="stale"),
+        pytest.param(_a_deleted_session, SessionNotFoundError, None, id="deleted"),
+    ],
+)
+async def test_a_refused_append_gives_the_session_its_temp_state_first(
+    adk_database_or_ours, refused_session, refusal, stored
+):
+    """ADK's database service applies an event's temp: state to the caller's session
+    object (and trims it from the event) before it finds the session stale or gone."""
+    service = adk_database_or_ours
+    session = await refused_session(service)
+    sent = event("refused", ts=T + 2, delta={"temp:scratch": 1, "k": "v"})
+
+    with pytest.raises(refusal):
         await service.append_event(session, sent)
 
     assert session.state == {"temp:scratch": 1}
     assert sent.actions.state_delta == {"k": "v"}
-    assert await service.get_session(app_name=APP, user_id=ALICE, session_id="s1") is None
+    assert session.events == []
+    got = await service.get_session(app_name=APP, user_id=ALICE, session_id="s1")
+    kept = None if got is None else (got.state, [e.content.parts[0].text for e in got.events])
+    assert kept == stored  # nothing of the refused event
 
 
 async def test_ours_only_state_written_through_another_session_does_not_make_a_session_stale(
