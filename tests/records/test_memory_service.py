@@ -523,9 +523,11 @@ def test_roles_are_returned_as_adks_in_memory_service_returns_them():
     assert len(roles_found(ours, query)) == 4
 
 
-def test_a_record_stored_without_a_role_derives_it_from_the_author():
-    """Records stored before the role was kept (and entries given none) read as before:
-    "user" when the user said it, else "model"."""
+@pytest.mark.parametrize("stored_role", [None, ""], ids=["null", "empty"])
+def test_a_record_stored_without_a_role_derives_it_from_the_author(stored_role):
+    """Records stored before the role was kept (NULL, as migration 0023 left them; an
+    empty role is none either) and entries given none read as before: "user" when the
+    user said it, else "model"."""
     svc = service()
     run(svc.add_session_to_memory(session(["I am allergic to penicillin"])))
     run(
@@ -533,13 +535,14 @@ def test_a_record_stored_without_a_role_derives_it_from_the_author():
             app_name="pharmacy",
             user_id="u1",
             memories=[
-                said("Deliver to 12 Elm Street", role="model", author="pharmacy_agent"),
+                said("Deliver to 12 Elm Street", role="user", author="pharmacy_agent"),
                 said("I prefer jazz music", role=None),
             ],
         )
     )
     assert MemoryRecord.objects.get(content="I prefer jazz music").role is None
-    MemoryRecord.objects.exclude(role=None).update(role=None)  # as the migration left them
+    MemoryRecord.objects.update(role=stored_role)  # every row as an old one
+    assert set(MemoryRecord.objects.values_list("role", flat=True)) == {stored_role}
     assert roles_found(svc, "penicillin elm jazz") == {
         "I am allergic to penicillin": ("user", "user"),
         "Deliver to 12 Elm Street": ("pharmacy_agent", "model"),
