@@ -64,8 +64,11 @@ def _setup() -> None:
     django.setup()  # the extractor's models module; no database is opened
 
 
-def ingest(user, next_id: int) -> tuple[list[Record], int]:
-    """The records ingest would store for a conversation (keep-all), in ingest order."""
+def ingest(user, next_id: int, batch: int = 0) -> tuple[list[Record], int]:
+    """The records ingest would store for a conversation (keep-all), in ingest order.
+    ``batch``: each session saved that many events at a time with nothing before each
+    batch, as ``add_events_to_memory`` gives when this service does not store the
+    session (0: whole sessions, and batches of a session it stores)."""
     from records import embeddings, rules, search_text, tokens
     from records.extract import Extractor
 
@@ -75,7 +78,15 @@ def ingest(user, next_id: int) -> tuple[list[Record], int]:
     out = []
     for index, session in enumerate(user.sessions):
         events = replay.adk_events(session)
-        for c in extractor.from_events("replay", user.user_id, session.id, events):
+        size = batch or len(events) or 1
+        candidates = [
+            c
+            for first in range(0, len(events), size)
+            for c in extractor.from_events(
+                "replay", user.user_id, session.id, events[first : first + size]
+            )
+        ]
+        for c in candidates:
             # What MemoryRecord.save stores: the context layer, then reindex adds its own.
             stored = search_text.reindex(c.content, c.author, search_text.context_tokens(c.context))
             out.append(
@@ -226,6 +237,7 @@ def run(
     half: str | None,
     synthetic: int = 0,
     fusion: Fusion | None = None,
+    batch: int = 0,
 ) -> dict:
     from .quality import locomo
     from .quality import synthetic as year
@@ -244,7 +256,7 @@ def run(
     store = Vectors(fusion.embedder, fusion.cache) if fusion else None
     query_seconds: list[float] = []
     for user in users:
-        records, next_id = ingest(user, next_id)
+        records, next_id = ingest(user, next_id, batch)
         if store is not None:
             for r, vector in zip(records, store.get([r.embedded for r in records]), strict=True):
                 r.vector = vector
@@ -326,7 +338,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rrf-k", type=int, metavar="K", help="variant: RRF constant")
     parser.add_argument("--lexical-depth", type=int, metavar="N", help="variant: lexical depth")
     parser.add_argument("--vector-depth", type=int, metavar="N", help="variant: vector depth")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        metavar="N",
+        help="variant: each session saved N events at a time with no turns before a batch "
+        "(add_events_to_memory for a session this service does not store)",
+    )
     args = parser.parse_args(argv)
+    if args.batch < 0:
+        parser.error("--batch must be 0 (whole sessions) or more")
     variant = (args.rrf_k, args.lexical_depth, args.vector_depth)
     if not args.embedder and any(v is not None for v in variant):
         parser.error("--rrf-k, --lexical-depth and --vector-depth need --embedder")
@@ -344,7 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         modes = ("end", "interleaved") if args.mode == "both" else (args.mode,)
     _setup()
-    results = [run(args.locomo, mode, args.half, args.synthetic or 0, fusion) for mode in modes]
+    results = [
+        run(args.locomo, mode, args.half, args.synthetic or 0, fusion, args.batch)
+        for mode in modes
+    ]
     for result in results:
         cells = "  ".join(
             f"{cat}: {v['fraction']:.1%} ({v['answerable']}/{v['questions']})"

@@ -41,6 +41,23 @@ def test_a_question_whose_words_are_in_its_evidence_finds_it_and_ids_follow_inge
     assert locomo_replay.top("the of", records) == []  # stopwords only
 
 
+def test_batches_saved_alone_have_no_turns_before_them():
+    """``batch=2``: an exchange at a time with no stored session to read the turns before
+    it from: the first turn of each batch has no context layer, the second only the first."""
+    user = locomo.load(FIXTURE).users[0]
+    whole, _ = locomo_replay.ingest(user, 1)
+    alone, _ = locomo_replay.ingest(user, 1, batch=2)
+
+    def context(r):
+        return {t for t in r.counts if t.startswith("@")}
+
+    assert [r.key for r in alone] == [r.key for r in whole]
+    by_key = {r.key: r for r in alone}
+    assert context(by_key["D1:2"]) == context(whole[1])  # its batch holds the turn before
+    assert context(by_key["D1:3"]) == set() != context(whole[2])  # a batch's first turn
+    assert set() < context(by_key["D1:4"]) < context(whole[3])  # one turn before, not two
+
+
 def test_command_line_prints_each_mode_and_writes_json(tmp_path, capsys):
     out = tmp_path / "replay.json"
     assert locomo_replay.main(["--locomo", str(FIXTURE), "--json", str(out)]) == 0
