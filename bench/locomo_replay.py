@@ -367,8 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         modes = ("end", "interleaved") if args.mode == "both" else (args.mode,)
     _setup()
     results = [
-        run(args.locomo, mode, args.half, args.synthetic or 0, fusion, args.batch)
-        for mode in modes
+        run(args.locomo, mode, args.half, args.synthetic or 0, fusion, args.batch) for mode in modes
     ]
     for result in results:
         cells = "  ".join(
