@@ -28,9 +28,10 @@ from google.genai import types
 
 from . import later, search, store
 from . import sessions as session_store
-from .extract import memory_key
+from .extract import event_text, memory_key
 from .ids import check_scope, decimal_id, record_id
 from .models import MemoryRecord
+from .search_text import CONTEXT_TURNS
 
 Clock = Callable[[], datetime]
 
@@ -65,14 +66,13 @@ def add_events(
 ) -> store.IngestResult:
     """Extract a delta of events (not necessarily a whole session). When this service
     stores the session and holds the batch's first event, the turns said before it are
-    its first turns' context, as when the whole session is ingested."""
+    its first turns' context, as when the whole session is ingested (two reads before
+    the ingest, a few more where tool traffic lies between the turns)."""
     check_scope(app_name, user_id, session_id)
     for event in events:
         if not isinstance(event, Event):
             raise TypeError(f"events must be google.adk Event objects, not {type(event).__name__}")
-    preceding: list[Event] = []
-    if session_id and events and events[0].id:
-        preceding = session_store.events_before(app_name, user_id, session_id, events[0].id)
+    preceding = _turns_before(app_name, user_id, session_id, events)
     return store.ingest_extracted(
         app_name,
         user_id,
@@ -81,6 +81,25 @@ def add_events(
         ),
         now,
     )
+
+
+def _turns_before(
+    app_name: str, user_id: str, session_id: str | None, events: Sequence[Event]
+) -> list[Event]:
+    """The stored events before the batch, oldest first, back to the ``CONTEXT_TURNS``-th
+    that carries text (or the session's start): what its first turns' context needs.
+    Read a page at a time; none when this service does not store the session or holds
+    no event equal to the batch's first."""
+    if not session_id or not session_id.strip() or not events or not events[0].id:
+        return []
+    out: list[Event] = []
+    turns = 0
+    for event in session_store.events_before(app_name, user_id, session_id, events[0]):
+        out.append(event)
+        turns += bool(event_text(event))
+        if turns == CONTEXT_TURNS:
+            break
+    return out[::-1]
 
 
 def add_memories(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -560,26 +561,44 @@ def _is_stored_already(row: AgentSession, event: Event, as_stored: dict[str, Any
     return any(_by_value(data) == wanted for data in stored)
 
 
-# Events read back before a batch: its first turns' context is in the text turns among
-# them (tool calls and responses between two turns carry none).
-EVENTS_BEFORE = 8
+# Events read back at a time before a batch (``events_before``): its first turns'
+# context is in the text turns among them (tool calls and responses carry none).
+EVENTS_PAGE = 8
 
 
-def events_before(app_name: str, user_id: str, session_id: str, event_id: str) -> list[Event]:
-    """The last ``EVENTS_BEFORE`` events the session holds before its last event with
-    id ``event_id``, oldest first; none when this store holds neither."""
-    stored = SessionEvent.objects.filter(
-        session__app_name=app_name,
-        session__user_id=user_id,
-        session__session_id=_clean_session_id(session_id),
+def events_before(app_name: str, user_id: str, session_id: str, event: Event) -> Iterator[Event]:
+    """The events the session holds before ``event``, newest first, read a page
+    (``EVENTS_PAGE``) at a time as the caller goes on; none when this store holds neither
+    the session nor ``event``. Where several stored events share its id (a different
+    event may), the one equal to it, judged as a re-delivery is; none if none is."""
+    # The session's key first, so that the events are read backwards along
+    # (session, position) rather than all of the session's filtered and sorted.
+    session = Subquery(
+        AgentSession.objects.filter(
+            app_name=app_name, user_id=user_id, session_id=_clean_session_id(session_id)
+        ).values("pk")[:1]
     )
-    batch_at = stored.filter(event_id=storable_text(event_id)).order_by("-position")
-    data = (
-        stored.filter(position__lt=Subquery(batch_at.values("position")[:1]))
-        .order_by("-position")
-        .values_list("data", flat=True)[:EVENTS_BEFORE]
+    stored = SessionEvent.objects.filter(session=session)
+    found = list(
+        stored.filter(event_id=storable_text(event.id or "")).values_list("position", "data")
     )
-    return [Event.model_validate(d) for d in reversed(data)]
+    if len(found) > 1:
+        wanted = _by_value(_stored_form(event))
+        found = [(p, data) for p, data in found if _by_value(data) == wanted]
+    if len(found) != 1:
+        return
+    position = found[0][0]
+    while True:
+        page = list(
+            stored.filter(position__lt=position)
+            .order_by("-position")
+            .values_list("position", "data")[:EVENTS_PAGE]
+        )
+        for _, data in page:
+            yield Event.model_validate(data)
+        if len(page) < EVENTS_PAGE:
+            return
+        position = page[-1][0]  # the next page ends where this one did
 
 
 def is_last_event(app_name: str, user_id: str, session_id: str, event: Event) -> bool:
@@ -593,10 +612,14 @@ def is_last_event(app_name: str, user_id: str, session_id: str, event: Event) ->
         .values_list("data", flat=True)
         .first()
     )
-    as_stored = _without_temp(
+    return data is not None and _by_value(data) == _by_value(_stored_form(event))
+
+
+def _stored_form(event: Event) -> dict[str, Any]:
+    """``event`` as the session stores it: storable JSON without its ``temp:`` keys."""
+    return _without_temp(
         storable(event.model_dump(mode="json", exclude_none=True), what="an event")
     )
-    return data is not None and _by_value(data) == _by_value(as_stored)
 
 
 def _by_value(value: Any) -> Any:

@@ -15,7 +15,8 @@ def simulation() -> Iterator[None]:
     """For a dry-run. What ingest and enforcement do outside the database is left out,
     since what they count or send never happened: the records sent to the embedder, the
     texts sent to a plugged-in summariser (``records.summaries``), the touch buffer's and
-    the metrics' counts."""
+    the metrics' counts. A plugged-in importance classifier is still called on a sweep
+    dry-run's texts: the importance it gives decides the victims the plan shows."""
     token = _simulated.set(True)
     try:
         yield

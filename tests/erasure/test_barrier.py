@@ -81,6 +81,25 @@ def test_turns_said_before_the_erasure_are_no_kept_records_context(settings):
 
 
 @pytest.mark.django_db
+def test_turns_said_before_the_erasure_read_back_from_the_session_are_no_context():
+    """``add_events_to_memory`` reads the turns before its batch from the stored session:
+    those said before the barrier (appended again after it, with their own times) are
+    not the batch's context either."""
+    said = time.time() - 60
+    erase("pharmacy")
+    session = sessions.create_session(app_name="pharmacy", user_id=USER, session_id="s1")
+    for text, ts in (("My passport number is X1234567", said), ("Noted, thank you", said + 1)):
+        sessions.append_event(session, text_event(text, ts=ts))
+    new = sessions.append_event(session, text_event("The roof of the shed leaks when it rains"))
+    async_to_sync(EvictingMemoryService().add_events_to_memory)(
+        app_name="pharmacy", user_id=USER, events=[new], session_id="s1"
+    )
+    (kept,) = MemoryRecord.objects.filter(user_id=USER)
+    assert kept.content == "The roof of the shed leaks when it rains"
+    assert "x1234567" not in kept.search_tokens and "noted" not in kept.search_tokens
+
+
+@pytest.mark.django_db
 def test_new_data_after_the_erasure_is_kept():
     erase("pharmacy")
     fresh = sessions.create_session(app_name="pharmacy", user_id=USER, session_id="s2")

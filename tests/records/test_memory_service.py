@@ -12,10 +12,11 @@ from records.memory_service import EvictingMemoryService, add_memories, pinned_e
 from records.models import EvictionEvent, MemoryRecord, preset_values
 from records.policies import update_policy
 from records.policy import ARTICLE
+from records.sessions import EVENTS_PAGE
 from records.touches import buffering
 
 from ..asyncutil import run
-from .factories import session, text_event
+from .factories import session, text_event, tool_call_event
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,45 +79,92 @@ def test_add_events_is_an_incremental_delta_and_idempotent():
     assert set(MemoryRecord.objects.values_list("source_session_id", flat=True)) == {"s1"}
 
 
-def test_a_session_remembered_an_exchange_at_a_time_is_indexed_as_when_whole():
-    """An agent's callback saving each exchange (``add_events_to_memory`` with the
-    session's id) gives each batch's first turn the turns said before it, read from the
-    stored session, as ingesting the whole session does: the same search index."""
+def _stored_session(user, events, session_id="s1"):
+    """A session of ``events`` stored by memadmin's session service for ``user``."""
     from records.session_service import DjangoSessionService
 
     sessions = DjangoSessionService()
-    turns = [
-        ("user", "I just adopted a greyhound"),
-        ("agent", "Congratulations! What is the dog called?"),
-        ("user", "She is called Pepper"),
-        ("agent", "Lovely name"),
-        ("user", "She is scared of the couriers"),
-        ("agent", "Noted"),
-    ]
-    held = {}
-    for user in ("by-exchange", "whole"):
-        held[user] = run(sessions.create_session(app_name="pharmacy", user_id=user))
-        for author, text in turns:
-            run(sessions.append_event(held[user], text_event(text, author=author)))
-    svc = service()
-    by_exchange = held["by-exchange"]
-    for first in range(0, len(turns), 2):
-        run(
-            svc.add_events_to_memory(
-                app_name="pharmacy",
-                user_id="by-exchange",
-                events=by_exchange.events[first : first + 2],
-                session_id=by_exchange.id,
-            )
+    held = run(sessions.create_session(app_name="pharmacy", user_id=user, session_id=session_id))
+    for e in events:
+        run(sessions.append_event(held, e))
+    return held
+
+
+def _context(user, content):
+    tokens = MemoryRecord.objects.get(user_id=user, content=content).search_tokens.split()
+    return {t for t in tokens if t.startswith("@")}
+
+
+def _save(user, events, session_id="s1"):
+    run(
+        service().add_events_to_memory(
+            app_name="pharmacy", user_id=user, events=events, session_id=session_id
         )
-    run(svc.add_session_to_memory(held["whole"]))
+    )
+
+
+TURNS = [
+    ("user", "I just adopted a greyhound"),
+    ("agent", "Congratulations! What is the dog called?"),
+    ("user", "She is called Pepper"),
+    ("agent", "Lovely name"),
+    ("user", "She is scared of the couriers"),
+    ("agent", "Noted"),
+]
+
+
+def test_a_session_remembered_an_exchange_at_a_time_is_indexed_as_when_whole():
+    """An agent's callback saving each exchange (``add_events_to_memory`` with the
+    session's id) gives each batch's first turn the turns said before it, read from the
+    stored session, as ingesting the whole session does: the same search index. Tool
+    traffic between the turns (more than a read's page) is skipped, as it is whole."""
+    tools = [tool_call_event(f"lookup_{i}") for i in range(EVENTS_PAGE + 3)]
+    events = {
+        user: [text_event(text, author=author) for author, text in TURNS[:4]]
+        + tools
+        + [text_event(text, author=author) for author, text in TURNS[4:]]
+        for user in ("by-exchange", "whole")
+    }
+    held = {user: _stored_session(user, e) for user, e in events.items()}
+    stored = held["by-exchange"].events
+    for batch in (stored[0:2], stored[2:4], stored[4 : 4 + len(tools)], stored[-2:]):
+        _save("by-exchange", batch)
+    run(service().add_session_to_memory(held["whole"]))
 
     def index(user):
-        rows = MemoryRecord.objects.filter(user_id=user).values_list("content", "search_tokens")
-        return dict(rows)
+        return dict(
+            MemoryRecord.objects.filter(user_id=user).values_list("content", "search_tokens")
+        )
 
     assert index("by-exchange") == index("whole")
-    assert "@greyhound" in index("whole")["She is called Pepper"].split()  # context it has
+    assert "@greyhound" in _context("whole", "She is called Pepper")
+    assert "@pepper" in _context("whole", "She is scared of the couriers")  # past the tools
+
+
+def test_a_batch_takes_the_turns_before_the_stored_event_equal_to_its_first():
+    """A different event may share an id with one stored before it: the batch's first
+    event is found by its content too, never a later turn taken for the one before."""
+    first = text_event("I just adopted a greyhound", id="e1")
+    later = text_event("She is called Pepper", id="e1")
+    ask, answer = (text_event(t, author="agent") for t in ("What is the dog called?", "Lovely"))
+    events = [first, ask, later, answer]
+    _stored_session("u1", events)
+    _save("u1", events[:2])
+    _save("u1", events[2:])
+    assert _context("u1", "I just adopted a greyhound") == set()  # not the later e1's
+    assert {"@dog", "@pepper"} <= _context("u1", "Lovely")  # the turns before the later e1
+
+
+def test_a_batch_reads_no_turns_from_a_session_it_does_not_name_exactly():
+    """Another user's session of the same id lends nothing; nor does a session not stored
+    here; a blank session id is no session and is still saved."""
+    events = [text_event(text, author=author) for author, text in TURNS[:3]]
+    _stored_session("someone-else", events)
+    _save("u1", events[2:])
+    _save("u2", [text_event("She is called Pepper")], session_id="not-stored")
+    _save("u3", [text_event("She is called Pepper")], session_id=" ")
+    for user in ("u1", "u2", "u3"):
+        assert _context(user, "She is called Pepper") == set()
 
 
 def test_events_sharing_an_id_with_different_texts_are_each_remembered_once():

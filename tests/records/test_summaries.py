@@ -205,3 +205,20 @@ def test_a_dry_run_sends_nothing_to_a_plugged_in_summariser(settings):
         assert MemoryRecord.objects.get(is_summary=True).content == "Recorded summary."
     finally:
         summaries.summariser.cache_clear()
+
+
+def test_a_dry_run_with_a_summariser_that_does_not_load_still_plans(settings):
+    """The dry-run does not load the plug-in (the real run's failure to is logged there,
+    and it falls back): a wrong path does not fail the plan."""
+    settings.MEMADMIN = {**settings.MEMADMIN, "SUMMARISER": "no_such_module.summarise"}
+    summaries.summariser.cache_clear()
+    try:
+        update_policy("app", {"summarise": True, "summarise_min_cluster": 2, "max_records": 2})
+        now = timezone.now()
+        for i in range(4):
+            note(f"A short note {i}. x", session="s", age_days=(NOW - now).days + 1)
+        out = io.StringIO()
+        call_command("enforce", "--app", "app", "--dry-run", stdout=out)
+        assert "Would evict 3 record(s)." in out.getvalue()
+    finally:
+        summaries.summariser.cache_clear()
