@@ -19,6 +19,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from records import feedback, touches
+from records import policy as pure
 from records.memory_service import add_session, search_entries
 from records.models import (
     AgentSession,
@@ -354,10 +355,15 @@ def _record(
 MAX_AGE_DAYS = 330
 
 
-def _random_record(rng, app, user, now, who, max_age_days=MAX_AGE_DAYS) -> MemoryRecord:
+def _random_record(
+    rng, app, user, now, who, max_age_days=MAX_AGE_DAYS, before_days: float | None = None
+) -> MemoryRecord:
+    """A note of the app's kinds; ``before_days``: written longer ago than that (before a
+    history of that many days)."""
     category, importance, pinned, templates, _ = rng.choices(
         CATEGORIES[app], weights=CATEGORY_WEIGHTS
     )[0]
+    age = rng.uniform(before_days or 0.5, max_age_days)
     return _record(
         rng,
         app,
@@ -368,7 +374,7 @@ def _random_record(rng, app, user, now, who, max_age_days=MAX_AGE_DAYS) -> Memor
         importance=importance,
         pinned=pinned,
         template=rng.choice(templates),
-        age_days=rng.uniform(0.5, max_age_days),
+        age_days=age,
         tokens=rng.randint(30, 110),
     )
 
@@ -791,16 +797,24 @@ def seed_history(
                     pinned=False,
                     template=REGRET_NOTE,
                     age_days=rng.uniform(60, 200),
-                    accessed_days_ago=rng.uniform(40, 60),
                     hits=0,
                 )
                 for _ in range(6)
             ]
             rest = policy.max_records - 2 - len(notes)
-            base.extend(notes)
-            base.extend(
-                _random_record(rng, app, user, now, person, max_age_days=300) for _ in range(rest)
-            )
+            mine = notes + [
+                _random_record(rng, app, user, now, person, max_age_days=300, before_days=days + 1)
+                for _ in range(rest)
+            ]
+            # As the services would have left them before the history: written before
+            # it, and last used when written (the fresh start). The backtest's replay
+            # moves a record only by the searches logged since, so a note dated inside
+            # the history but there from its start, or last used at a time no logged
+            # search explains that a search in the history then overwrote, is one it
+            # cannot know as it stood at each eviction.
+            for r in mine:
+                r.last_accessed_at = pure.fresh_last_accessed(r.created_at, policy.params())
+            base.extend(mine)
             out.users += 1
     MemoryRecord.objects.bulk_create(base, batch_size=2000)
     out.records = len(base)

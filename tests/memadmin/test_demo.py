@@ -286,3 +286,21 @@ def test_every_record_names_a_stored_session_or_its_tombstone(seeded):
     assert named and not (named - live - retired)
     assert named & live and named & retired  # recent notes from live chats, old from retired
     assert not live & retired
+
+
+def test_the_backtest_reproduces_every_eviction_of_the_demo_history():
+    """Issue 17's exactness check on the demo: replaying the policy that ran over the
+    history evicts exactly the records that were evicted, in every app (the travel app's
+    cap change inside the window included)."""
+    from backtest import service
+    from records.models import Policy
+
+    now = timezone.now()
+    demo.seed(users_per_app=4, now=now, history_days=demo.TIGHTEN_DAY + 1)
+    for app in demo.DEMO_APPS:
+        current = Policy.objects.get(app_name=app)
+        report = service.run(app, demo.TIGHTEN_DAY + 1, current, now)
+        exactness = report.exactness
+        assert exactness.real > 0, app
+        assert (exactness.reproduced, exactness.extra) == (exactness.real, 0), app
+        assert exactness.exact, app
