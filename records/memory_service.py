@@ -72,25 +72,26 @@ def add_events(
     for event in events:
         if not isinstance(event, Event):
             raise TypeError(f"events must be google.adk Event objects, not {type(event).__name__}")
-    preceding = _turns_before(app_name, user_id, session_id, events)
+    # As the session service names it (surrounding whitespace ignored), so that the
+    # session's whole ingest later (the sweeper's) keys these events alike.
+    scope = session_id.strip() if session_id else UNSCOPED_SESSION
+    preceding = _turns_before(app_name, user_id, scope, events)
     return store.ingest_extracted(
         app_name,
         user_id,
-        lambda extractor: extractor.from_events(
-            app_name, user_id, session_id or UNSCOPED_SESSION, events, preceding
-        ),
+        lambda extractor: extractor.from_events(app_name, user_id, scope, events, preceding),
         now,
     )
 
 
 def _turns_before(
-    app_name: str, user_id: str, session_id: str | None, events: Sequence[Event]
+    app_name: str, user_id: str, session_id: str, events: Sequence[Event]
 ) -> list[Event]:
     """The stored events before the batch, oldest first, back to the ``CONTEXT_TURNS``-th
     that carries text (or the session's start): what its first turns' context needs.
     Read a page at a time; none when this service does not store the session or holds
     no event equal to the batch's first."""
-    if not session_id or not session_id.strip() or not events or not events[0].id:
+    if not session_id or not events or not events[0].id:
         return []
     out: list[Event] = []
     turns = 0

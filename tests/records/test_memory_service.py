@@ -155,6 +155,18 @@ def test_a_batch_takes_the_turns_before_the_stored_event_equal_to_its_first():
     assert {"@dog", "@pepper"} <= _context("u1", "Lovely")  # the turns before the later e1
 
 
+def test_a_batch_names_its_session_as_the_session_service_does():
+    """Surrounding whitespace in the session id is ignored, as the session service
+    ignores it: the batch reads that session's turns, and the session's whole ingest
+    later (the sweeper's) takes its records for the same, storing nothing twice."""
+    held = _stored_session("u1", [text_event(text, author=a) for a, text in TURNS[:3]])
+    _save("u1", held.events[2:], session_id=" s1 ")
+    assert "@greyhound" in _context("u1", "She is called Pepper")
+    run(service().add_session_to_memory(held))
+    assert MemoryRecord.objects.filter(user_id="u1").count() == 3
+    assert set(MemoryRecord.objects.values_list("source_session_id", flat=True)) == {"s1"}
+
+
 def test_a_batch_reads_no_turns_from_a_session_it_does_not_name_exactly():
     """Another user's session of the same id lends nothing; nor does a session not stored
     here; a blank session id is no session and is still saved."""
