@@ -44,6 +44,14 @@ class Job:
     now: datetime
     real: Schedule
     proposed: Sequence[Schedule]
+    # The policy that ran: its figures from the history (``replay.recorded``) rather
+    # than its replay, which then runs only for the users in ``checked`` (None: all).
+    recorded_current: bool = False
+    checked: frozenset[str] | None = None
+
+    def check(self, user_id: str) -> bool:
+        """Whether the policy that ran is replayed for this user, to check exactness."""
+        return not self.recorded_current or self.checked is None or user_id in self.checked
 
     @property
     def days(self) -> int:
@@ -53,7 +61,7 @@ class Job:
 @dataclass
 class Figures:
     """Some users' replays added up: per-day figures of the policy that ran and of each
-    candidate, and the exactness counts. No user id."""
+    candidate, and the exactness counts (of the ``checked`` users). No user id."""
 
     current: list[DayStats]
     candidates: list[list[DayStats]]
@@ -62,6 +70,7 @@ class Figures:
     reproduced: int = 0
     extra: int = 0
     without_metadata: int = 0
+    checked: int = 0
 
     @classmethod
     def empty(cls, job: Job) -> Figures:
@@ -74,7 +83,14 @@ class Figures:
         """One user's replays, and its evictions from before the history was kept."""
         self.add(
             Figures(
-                user.current, user.candidates, 1, user.real, user.reproduced, user.extra, missing
+                user.current,
+                user.candidates,
+                1,
+                user.real,
+                user.reproduced,
+                user.extra,
+                missing,
+                int(user.checked),
             )
         )
 
@@ -89,17 +105,25 @@ class Figures:
         self.reproduced += other.reproduced
         self.extra += other.extra
         self.without_metadata += other.without_metadata
+        self.checked += other.checked
 
 
 def _replayed(job: Job, user_ids: Sequence[str]) -> Iterator[tuple[UserFigures, int]]:
     """Each user's figures and evictions without replay metadata, read and replayed here."""
-    for _user, records, searches, missing in history.user_histories(
+    for user, records, searches, missing in history.user_histories(
         job.app_name, user_ids, job.start, job.since, job.now
     ):
-        yield (
-            replay_histories(records, searches, job.real, job.proposed, job.start, job.end),
-            missing,
+        figures = replay_histories(
+            records,
+            searches,
+            job.real,
+            job.proposed,
+            job.start,
+            job.end,
+            recorded_current=job.recorded_current,
+            check=job.check(user),
         )
+        yield figures, missing
 
 
 # The run in progress, set before the pool forks so that the children inherit it.

@@ -8,6 +8,11 @@ logged). Records written before the window start with the state the history give
 at its start; records removed for reasons no policy decides (manual deletes, summaries)
 go when they really went, whatever the policy.
 
+The policy that ran needs no replay for its figures: ``recorded`` counts them from the
+history itself (what it evicted, when, and why), with the same rules as a replay. When
+the replay of the policy that ran is exact the two are equal; the backtest replays it
+on a sample of users to say whether it is (``backtest.service.replay``).
+
 Regret of a replayed policy, per search: its term hashes match a record that policy had
 already evicted by TTL or a cap (the live regret check, replayed). The rule is the same
 for the policy that ran and for every candidate, so it favours neither: it needs the
@@ -151,6 +156,8 @@ class Prepared:
     start: datetime
     end: datetime
     touches: dict[int, list[datetime]]
+    # The evictions the policy that ran made in the window: moment -> (id, reason).
+    evicted: dict[datetime, list[tuple[int, str]]]
     # Written before the window, live at its start: (its state at the start if no
     # policy changes it, else None; the record; touches after the start; the last touch
     # before it).
@@ -183,6 +190,7 @@ def prepare(
     writes: dict[datetime, list[RecordHistory]] = defaultdict(list)
     removals: dict[datetime, list[RecordHistory]] = defaultdict(list)
     enforce_at: set[datetime] = set()
+    evicted: dict[datetime, list[tuple[int, str]]] = defaultdict(list)
     for r in records:
         if r.removed_at is not None and r.removed_at < start:
             continue
@@ -208,6 +216,7 @@ def prepare(
         if r.removed_at is not None and r.removed_at < end:
             if r.removed_reason in POLICY_REASONS:
                 enforce_at.add(r.removed_at)
+                evicted[r.removed_at].append((r.id, r.removed_reason))
             else:
                 removals[r.removed_at].append(r)
     matcher = _Matcher(
@@ -239,7 +248,7 @@ def prepare(
         )
         for t in sorted(set(writes) | set(removals) | enforce_at | set(by_moment))
     ]
-    return Prepared(start, end, touches, initial, steps)
+    return Prepared(start, end, touches, dict(evicted), initial, steps)
 
 
 def replay_prepared(
@@ -283,18 +292,8 @@ def replay_prepared(
                 evicted[v.id] = t
                 evicted_reason[v.id] = v.reason
                 day.evictions += 1
-        for s, matched, really in found:
-            day.searches += 1
-            # A record superseded meanwhile is no loss: its slot's newer statement answers.
-            day.lost += any(evicted_reason.get(i) in REGRET_REASONS for i in s.record_ids)
-            day.saved += any(i in held for i in really)
-            regretted = any(evicted_reason.get(i) in REGRET_REASONS for i in matched)
-            day.regret += regretted
-            if paired is not None:
-                other = paired[len(regretted_flags)]
-                day.regret_fewer += other and not regretted
-                day.regret_more += regretted and not other
-            regretted_flags.append(regretted)
+        _count_searches(day, found, evicted_reason, held, paired, regretted_flags)
+        for s, _, _ in found:
             for i in s.record_ids:
                 r = held.get(i)
                 if r is not None:
@@ -305,16 +304,79 @@ def replay_prepared(
     return result
 
 
+def recorded(prep: Prepared) -> UserResult:
+    """The figures of the policy that ran as the history has them: ``replay_prepared``
+    with the evictions that happened as its victims, at the moments they happened. No
+    policy is scored, so it costs a fraction of a replay; equal to the replay of the
+    policy that ran whenever that replay is exact."""
+    start, end = prep.start, prep.end
+    held: dict[int, int] = {r.id: r.tokens for _, r, _, _ in prep.initial}  # id -> tokens
+    tokens = sum(held.values())
+    n_days = window_days(start, end)
+    days = [DayStats() for _ in range(n_days)]
+    result = UserResult(days)
+    evicted_reason: dict[int, str] = {}
+    next_day = 0
+    for t, d, removed, written, _, found in prep.steps:
+        while next_day < d:
+            days[next_day].records, days[next_day].tokens = len(held), tokens
+            next_day += 1
+        day = days[d]
+        for r in removed:
+            tokens -= held.pop(r.id, 0)
+        for r in written:
+            held[r.id] = r.tokens
+            tokens += r.tokens
+        for i, reason in prep.evicted.get(t, ()):
+            if i in held:
+                tokens -= held.pop(i)
+                result.evicted[i] = t
+                evicted_reason[i] = reason
+                day.evictions += 1
+        _count_searches(day, found, evicted_reason, held, None, result.regretted)
+    while next_day < n_days and start + (next_day + 1) * ONE_DAY <= end:
+        days[next_day].records, days[next_day].tokens = len(held), tokens
+        next_day += 1
+    return result
+
+
+def _count_searches(
+    day: DayStats,
+    found: list[tuple[Search, tuple[int, ...], tuple[int, ...]]],
+    evicted_reason: dict[int, str],
+    held,
+    paired: Sequence[bool] | None,
+    flags: list[bool],
+) -> None:
+    """Count one moment's searches into ``day`` (regret, lost, saved, and the pairing
+    with the policy that ran), each search's regret flag appended to ``flags``.
+    ``held``: what the policy holds then (a touch changes none of it)."""
+    for s, matched, really in found:
+        day.searches += 1
+        # A record superseded meanwhile is no loss: its slot's newer statement answers.
+        day.lost += any(evicted_reason.get(i) in REGRET_REASONS for i in s.record_ids)
+        day.saved += any(i in held for i in really)
+        regretted = any(evicted_reason.get(i) in REGRET_REASONS for i in matched)
+        day.regret += regretted
+        if paired is not None:
+            other = paired[len(flags)]
+            day.regret_fewer += other and not regretted
+            day.regret_more += regretted and not other
+        flags.append(regretted)
+
+
 @dataclass
 class UserFigures:
-    """One user's replays: per-day figures of the policy that ran and of each candidate,
-    and the exactness counts of the policy that ran (no record id leaves the replay)."""
+    """One user's figures: per-day figures of the policy that ran and of each candidate,
+    and the exactness counts of the policy that ran's replay (zero when it was not
+    replayed; no record id leaves here)."""
 
     current: list[DayStats]
     candidates: list[list[DayStats]]
-    real: int  # policy evictions in the window, really
+    real: int  # policy evictions in the window, really (of a checked user)
     reproduced: int
     extra: int
+    checked: bool = True  # the policy that ran was replayed and compared
 
 
 def replay_histories(
@@ -324,13 +386,26 @@ def replay_histories(
     proposed: Sequence[Schedule],
     start: datetime,
     end: datetime,
+    *,
+    recorded_current: bool = False,
+    check: bool = True,
 ) -> UserFigures:
-    """One user's history prepared once and replayed under the policy that ran and each
-    proposed schedule."""
+    """One user's history prepared once and replayed under each proposed schedule.
+
+    The policy that ran: with ``recorded_current`` its figures are the history's
+    (``recorded``) and it is replayed only when ``check`` asks, for the exactness counts;
+    else they are its replay's (the tuner's way: every candidate is compared with a
+    replay, so an inexact replay's error is on both sides)."""
     records = explained(records, searches, real)
     prepared = prepare(records, searches, start, end)
-    ran = replay_prepared(prepared, real)
-    tried = [replay_prepared(prepared, schedule, ran.regretted).days for schedule in proposed]
+    if recorded_current:
+        current = recorded(prepared)
+        ran = replay_prepared(prepared, real) if check else None
+    else:
+        current = ran = replay_prepared(prepared, real)
+    tried = [replay_prepared(prepared, s, current.regretted).days for s in proposed]
+    if ran is None:
+        return UserFigures(current.days, tried, 0, 0, 0, checked=False)
     really = {
         r.id
         for r in records
@@ -339,7 +414,9 @@ def replay_histories(
         and start <= r.removed_at < end
     }
     evicted = set(ran.evicted)
-    return UserFigures(ran.days, tried, len(really), len(really & evicted), len(evicted - really))
+    return UserFigures(
+        current.days, tried, len(really), len(really & evicted), len(evicted - really)
+    )
 
 
 def explained(

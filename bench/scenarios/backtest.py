@@ -17,7 +17,9 @@ printed but not checked here (tests/backtest checks it on histories the services
 Measured, each in a fresh process (``bench.subproc``) with its peak RSS (of the
 parent, and of the largest child: ``workers`` > 1 reads and replays batches of users on
 that many forked children): ``backtest``
-(``backtest.service.run``: the policy that ran and one candidate, the article preset)
+(``backtest.service.run``: one candidate, the article preset, replayed for every user;
+the policy that ran counted from the history, and replayed for the exactness check on
+``service.CHECKED_USERS`` users)
 and, unless the size says not, ``tune`` (``backtest.tune.tune``: the whole space, in two
 rounds above ``tune.SAMPLE_USERS`` users).
 """

@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from backtest import service
+from records import store
 from records.models import EvictionEvent, Policy
 
 from .history import APP, HOUR, T0, TOPICS, make_history, search, write
@@ -42,6 +43,45 @@ def test_replaying_the_policy_that_ran_reproduces_every_eviction():
     assert current == candidate  # the same policy twice
     assert current.evictions == len(evicted)
     assert current.lost == current.saved == 0
+
+
+def test_the_policy_that_ran_is_counted_from_the_history_and_replayed_on_a_sample(monkeypatch):
+    end = make_history(users=("u1", "u2", "u3"))
+    start, candidate = end - timedelta(days=5), service.candidate_policy(APP, preset="article")
+
+    everyone = service.replay(APP, start, end, end, [candidate])  # the tuner's way
+    sampled = service.replay(APP, start, end, end, [candidate], check_users=1)
+
+    # The history's figures are the exact replay's, and so are the candidate's pairings.
+    assert sampled.current == everyone.current
+    assert sampled.candidates == everyone.candidates
+    assert (everyone.exactness.checked_users, sampled.exactness.checked_users) == (3, 1)
+    assert 0 < sampled.exactness.real < everyone.exactness.real  # one user's evictions
+    assert sampled.exactness.exact and everyone.exactness.exact
+    out = backtest("--days", "5", end=end)
+    assert "Replay of the policy that ran: exact" in out  # every user of a small app
+    monkeypatch.setattr(service, "CHECKED_USERS", 2)
+    out = backtest("--days", "5", end=end)
+    assert "Replay of the policy that ran (checked on 2 of 3 users): exact" in out
+
+
+def test_the_current_figures_are_what_happened_when_the_replay_is_not_exact():
+    end = make_history()
+    for i in range(5):
+        write("u1", f"A late note about the {TOPICS[i]}", end - 3 * HOUR + i * timedelta(minutes=1))
+    # Two evictions no policy version explains: a cap lowered and put back unversioned.
+    Policy.objects.filter(app_name=APP).update(max_records=3)
+    store.enforce_many(APP, ["u1"], end - HOUR)
+    Policy.objects.filter(app_name=APP).update(max_records=5)
+
+    report = run(end)
+
+    current, _ = report.totals()
+    assert current.evictions == EvictionEvent.objects.count()
+    e = report.exactness
+    assert (e.real - e.reproduced, e.extra, e.exact) == (2, 0, False)
+    replayed = service.replay(APP, report.start, report.end, end, [Policy(app_name=APP)])
+    assert sum(d.evictions for d in replayed.current) == current.evictions - 2
 
 
 def test_a_larger_cap_keeps_more_and_saves_the_searches_the_real_policy_regretted():

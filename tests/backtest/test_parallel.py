@@ -57,11 +57,11 @@ def test_the_children_read_batches_of_their_own(monkeypatch):
     assert done == [1, 2, 3, 4, 5]  # a batch of one user each
 
 
-def _fail(*args):
+def _fail(*args, **kwargs):
     raise ValueError("replay failed")
 
 
-def _die(*args):
+def _die(*args, **kwargs):
     os._exit(3)
 
 

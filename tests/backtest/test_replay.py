@@ -11,6 +11,7 @@ from backtest.replay import (
     _state_at,
     explained,
     prepare,
+    recorded,
     replay_prepared,
     replay_user,
 )
@@ -269,3 +270,28 @@ def test_a_search_at_the_windows_first_moment_is_replayed_not_also_in_the_start_
     assert state.last_accessed_at == pure.fresh_last_accessed(T0, PARAMS)
     # the same for a record the replay writes as it stands at that moment
     assert _state_at(r, start, [start], SCHEDULE).hits == 0
+
+
+def test_the_history_counts_the_policy_that_ran_as_its_exact_replay_does():
+    # Cap 2: the third write evicts record 1 (least important); a search at that very
+    # moment matches it, one later too; records are deleted by hand on both days.
+    first = evicted_by_cap(1, T0 + HOUR, T0 + 3 * HOUR, {"a", "b"}, importance=0.1)
+    records = [
+        first,
+        written(2, T0 + 2 * HOUR, removed_at=T0 + 4 * HOUR, reason="manual"),
+        written(3, T0 + 3 * HOUR),
+        written(4, T0 + 5 * HOUR, removed_at=T0 + 30 * HOUR, reason="manual"),
+    ]
+    searches = [
+        Search(T0 + 3 * HOUR, (), frozenset({"a", "b"})),
+        Search(T0 + 6 * HOUR, (3,), frozenset({"a", "b", "c"})),
+    ]
+    prep = prepare(explained(records, searches, SCHEDULE), searches, T0, END)
+    ran = replay_prepared(prep, SCHEDULE)
+    assert ran.evicted == {1: T0 + 3 * HOUR}  # exact
+
+    counted = recorded(prep)
+
+    assert counted.days == ran.days and counted.regretted == ran.regretted == [True, True]
+    assert counted.evicted == ran.evicted
+    assert [(d.evictions, d.records, d.tokens) for d in counted.days] == [(1, 2, 20), (0, 1, 10)]

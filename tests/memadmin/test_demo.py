@@ -304,3 +304,6 @@ def test_the_backtest_reproduces_every_eviction_of_the_demo_history():
         assert exactness.real > 0, app
         assert (exactness.reproduced, exactness.extra) == (exactness.real, 0), app
         assert exactness.exact, app
+        # Exact, so the figures the report takes from the history are the replay's.
+        replayed = service.replay(app, report.start, report.end, now, [current])
+        assert [row.current for row in report.days] == replayed.current, app

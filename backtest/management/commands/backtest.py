@@ -85,9 +85,14 @@ class Command(BaseCommand):
         e = report.exactness
         verdict = "exact" if e.exact else "NOT exact"
         older = f", {e.without_metadata} from before the history was kept"
+        sample = (
+            ""
+            if e.checked_users == report.users
+            else f" (checked on {e.checked_users} of {report.users} users)"
+        )
         w(
-            f"Replay of the policy that ran: {verdict}: {e.reproduced} of {e.real} evictions "
-            f"reproduced, {e.extra} extra{older if e.without_metadata else ''}."
+            f"Replay of the policy that ran{sample}: {verdict}: {e.reproduced} of {e.real} "
+            f"evictions reproduced, {e.extra} extra{older if e.without_metadata else ''}."
         )
 
 
