@@ -105,12 +105,17 @@ def event_text(event) -> str:
     return "\n".join(t for t in texts if t.strip())
 
 
-def _turn(event) -> tuple[str, str, str, datetime | None] | None:
-    """(text, author, cleaned text, when said) of an event that carries text, else None
-    (a partial event, tool traffic, a compaction)."""
+def turn_text(event) -> str:
+    """The text of an event that is a turn of the conversation; '' for a partial event,
+    tool traffic or a compaction. What the extractor stores and reads as context."""
     if getattr(event, "partial", False):
-        return None
-    text = event_text(event)
+        return ""
+    return event_text(event)
+
+
+def _turn(event) -> tuple[str, str, str, datetime | None] | None:
+    """(text, author, cleaned text, when said) of a turn (``turn_text``), else None."""
+    text = turn_text(event)
     if not text:
         return None
     author = storable_text((event.author or "")[:256])

@@ -28,7 +28,7 @@ from google.genai import types
 
 from . import later, search, store
 from . import sessions as session_store
-from .extract import event_text, memory_key
+from .extract import memory_key, turn_text
 from .ids import check_scope, decimal_id, record_id
 from .models import MemoryRecord
 from .search_text import CONTEXT_TURNS
@@ -97,7 +97,7 @@ def _turns_before(
     turns = 0
     for event in session_store.events_before(app_name, user_id, session_id, events[0]):
         out.append(event)
-        turns += bool(event_text(event))
+        turns += bool(turn_text(event))  # a turn as the extractor reads one
         if turns == CONTEXT_TURNS:
             break
     return out[::-1]

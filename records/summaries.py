@@ -66,9 +66,14 @@ def extractive_summary(texts: Sequence[str], max_tokens: int) -> str:
     return summary if lines else ""
 
 
+def _plugged_in() -> str:
+    """The dotted path of a plugged-in summariser (MEMADMIN_SUMMARISER), '' for none."""
+    return settings.MEMADMIN.get("SUMMARISER") or ""
+
+
 @cache
 def summariser() -> Callable[[Sequence[str], int], str]:
-    path = settings.MEMADMIN.get("SUMMARISER") or ""
+    path = _plugged_in()
     return import_string(path) if path else extractive_summary
 
 
@@ -92,7 +97,7 @@ def _planned_summary(texts: Sequence[str], budget: int) -> str:
     taken to write one that does (its short stand-in), so the cluster is planned as
     summarised, as the real run would most likely summarise it."""
     text = extractive_summary(texts, budget)
-    if text or not settings.MEMADMIN.get("SUMMARISER"):
+    if text or not _plugged_in():
         return text  # the default summariser: exactly what the real run writes
     return PLANNED_SUMMARY if token_counter()(PLANNED_SUMMARY) <= budget else ""
 
