@@ -129,6 +129,7 @@ class DayStats:
 class UserResult:
     days: list[DayStats]
     evicted: dict[int, datetime] = field(default_factory=dict)  # id -> when, in the window
+    reasons: dict[int, str] = field(default_factory=dict)  # id -> why (pure's reasons)
     regretted: list[bool] = field(default_factory=list)  # per search, in replay order
 
 
@@ -269,7 +270,7 @@ def replay_prepared(
     result = UserResult(days)
     evicted = result.evicted
     regretted_flags = result.regretted
-    evicted_reason: dict[int, str] = {}
+    evicted_reason = result.reasons
     held = live.records
     next_day = 0  # days before it are closed: their records and tokens taken
 
@@ -315,7 +316,7 @@ def recorded(prep: Prepared) -> UserResult:
     n_days = window_days(start, end)
     days = [DayStats() for _ in range(n_days)]
     result = UserResult(days)
-    evicted_reason: dict[int, str] = {}
+    evicted_reason = result.reasons
     next_day = 0
     for t, d, removed, written, _, found in prep.steps:
         while next_day < d:
@@ -406,16 +407,19 @@ def replay_histories(
     tried = [replay_prepared(prepared, s, current.regretted).days for s in proposed]
     if ran is None:
         return UserFigures(current.days, tried, 0, 0, 0, checked=False)
+    # Reproduced: the same record evicted at the same moment for the same reason. The
+    # same ids at other moments would count regret and held records differently.
     really = {
-        r.id
+        r.id: (r.removed_at, r.removed_reason)
         for r in records
         if r.removed_reason in POLICY_REASONS
         and r.removed_at is not None
         and start <= r.removed_at < end
     }
-    evicted = set(ran.evicted)
+    replayed = {i: (at, ran.reasons[i]) for i, at in ran.evicted.items()}
+    reproduced = sum(1 for i, how in really.items() if replayed.get(i) == how)
     return UserFigures(
-        current.days, tried, len(really), len(really & evicted), len(evicted - really)
+        current.days, tried, len(really), reproduced, len(replayed.keys() - really.keys())
     )
 
 

@@ -9,7 +9,6 @@ evict what really was evicted, and ``Report.exactness`` says whether it did, on 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
@@ -47,7 +46,7 @@ class Exactness:
     """The replay of the policy that ran against the evictions that happened."""
 
     real: int = 0  # policy evictions in the window with replay metadata
-    reproduced: int = 0  # of those, evicted by the replay too
+    reproduced: int = 0  # of those, evicted by the replay too, at that moment, for that reason
     extra: int = 0  # evicted by the replay, not in reality
     without_metadata: int = 0  # evictions from before the history was kept
     checked_users: int = 0  # users whose replay was compared (real .. extra are theirs)
@@ -232,8 +231,9 @@ def run(
     workers: int = 1,
     until: datetime | None = None,
 ) -> Report:
-    """Replay the last ``days`` up to ``until`` (default ``now``) under the policy that
-    ran and ``candidate``. ``now`` stays the clock: the records are read as they are
+    """Replay the last ``days`` up to ``until`` (default ``now``) under ``candidate``,
+    against the policy that ran as the history records it (replayed for the exactness
+    check on ``CHECKED_USERS`` users). ``now`` stays the clock: the records are read as they are
     now, and the touches logged after ``until`` are taken back off them."""
     start, end = check_window(app_name, days, now if until is None else until)
     replayed = replay(
@@ -326,8 +326,11 @@ def replay(
 
 
 def _spread(users: Sequence[str], count: int) -> frozenset[str]:
-    """At most ``count`` (at least 1) of ``users``, evenly spaced along their order."""
-    return frozenset(users[:: max(1, math.ceil(len(users) / max(1, count)))])
+    """``count`` (at least 1) of ``users`` (all when fewer), evenly spaced along their
+    order (sorted by id)."""
+    n = len(users)
+    k = min(max(1, count), n)
+    return frozenset(users[i * n // k] for i in range(k))
 
 
 def parse_sets(pairs: list[str]) -> dict[str, str]:

@@ -1,7 +1,10 @@
 """The pure replay, on a fixed clock."""
 
+import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from backtest.replay import (
     RecordHistory,
@@ -12,9 +15,11 @@ from backtest.replay import (
     explained,
     prepare,
     recorded,
+    replay_histories,
     replay_prepared,
     replay_user,
 )
+from backtest.service import _spread
 from records import policy as pure
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -295,3 +300,112 @@ def test_the_history_counts_the_policy_that_ran_as_its_exact_replay_does():
     assert counted.days == ran.days and counted.regretted == ran.regretted == [True, True]
     assert counted.evicted == ran.evicted
     assert [(d.evictions, d.records, d.tokens) for d in counted.days] == [(1, 2, 20), (0, 1, 10)]
+
+
+@pytest.mark.parametrize(
+    ("users", "count", "checked"), [(3, 500, 3), (501, 500, 500), (10_001, 500, 500), (5, 2, 2)]
+)
+def test_the_exactness_check_takes_its_count_of_users_spread_over_all(users, count, checked):
+    ids = [f"u{i:05d}" for i in range(users)]
+    sample = _spread(ids, count)
+    assert len(sample) == checked and ids[0] in sample
+    assert max(ids.index(u) for u in sample) >= users - users // checked - 1  # to the end
+
+
+def _real_history(rng: random.Random, schedule: Schedule, end: datetime):
+    """Records and searches of one user whose evictions are what ``schedule`` evicts: the
+    replay itself playing the real system (caps, token caps, TTL, pins, slots, manual
+    removals, searches returning only what is held)."""
+    vocab = [f"h{i}" for i in range(8)]
+    hours = int((end - T0) / HOUR)
+
+    def moment():
+        return T0 + rng.randrange(hours) * HOUR + rng.choice([0, 0, 30]) * timedelta(minutes=1)
+
+    drafts = []
+    for i in range(1, rng.randint(3, 25) + 1):
+        at = moment()
+        removed = at + rng.randint(1, 48) * HOUR if rng.random() < 0.1 else None
+        drafts.append(
+            RecordHistory(
+                id=i,
+                created_at=at,
+                importance=round(rng.random(), 2),
+                pinned=rng.random() < 0.05,
+                tokens=rng.randint(5, 20),
+                hits=0,
+                last_accessed_at=pure.fresh_last_accessed(at, schedule.at(at)),
+                known_at=end,
+                slot=rng.choice(["", "", "", "addr", "name"]),
+                term_hashes=frozenset(rng.sample(vocab, rng.randint(0, 3))),
+                removed_at=removed if removed is not None and removed < end else None,
+                removed_reason="manual" if removed is not None and removed < end else "",
+            )
+        )
+    asked = sorted(
+        (
+            Search(
+                moment(),
+                tuple(rng.sample(range(1, len(drafts) + 1), rng.randint(0, 3))),
+                frozenset(rng.sample(vocab, rng.randint(0, 3))),
+            )  # fmt: skip
+            for _ in range(rng.randint(0, 30))
+        ),
+        key=lambda s: s.at,
+    )
+    ran = replay_prepared(prepare(drafts, asked, T0 - 10 * HOUR, end), schedule)
+    gone = {r.id: (r.removed_at, r.removed_reason) for r in drafts if r.removed_at}
+    gone.update({i: (at, ran.reasons[i]) for i, at in ran.evicted.items()})
+    by_id = {r.id: r for r in drafts}
+
+    def held(i, at):
+        return by_id[i].created_at <= at and (i not in gone or gone[i][0] > at)
+
+    searches = [Search(s.at, tuple(i for i in s.record_ids if held(i, s.at)), s.term_hashes)
+                for s in asked]  # fmt: skip
+    records = []
+    for r in drafts:
+        known, reason = gone.get(r.id, (end, ""))
+        touches = [s.at for s in searches if r.id in s.record_ids and s.at <= known]
+        records.append(
+            replace(
+                r,
+                hits=len(touches),
+                last_accessed_at=max([r.last_accessed_at, *touches]),
+                known_at=known,
+                removed_at=None if r.id not in gone else known,
+                removed_reason=reason,
+            )
+        )
+    return records, searches
+
+
+def test_on_random_histories_the_policy_that_ran_counted_is_its_exact_replay():
+    exact = cases = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        params = pure.PolicyParams(
+            max_records=rng.randint(2, 6),
+            max_tokens=rng.choice([40_000, rng.randint(30, 80)]),
+            ttl=timedelta(hours=rng.choice([24, 48, 24 * 365])),
+            half_life=timedelta(hours=rng.choice([6, 24, 720])),
+            fresh_start=rng.choice([0.0, 1.0]),
+            supersede=rng.choice([True, False]),
+        )
+        schedule = Schedule.fixed(params)
+        if rng.random() < 0.3:
+            later = replace(params, max_records=rng.randint(2, 6))
+            schedule = Schedule(((T0, params), (T0 + rng.randint(1, 71) * HOUR, later)))
+        end = T0 + rng.choice([3, 5, 7]) * 24 * HOUR
+        records, searches = _real_history(rng, schedule, end)
+        for start in (T0 - 10 * HOUR, T0 + rng.randint(1, 30) * HOUR):
+            cases += 1
+            figures = replay_histories(records, searches, schedule, [], start, end,
+                                       recorded_current=True)  # fmt: skip
+            if figures.reproduced != figures.real or figures.extra:
+                continue
+            exact += 1
+            prep = prepare(explained(records, searches, schedule), searches, start, end)
+            ran, counted = replay_prepared(prep, schedule), recorded(prep)
+            assert (counted.days, counted.regretted) == (ran.days, ran.regretted), seed
+    assert exact > 0.95 * cases  # the histories are the replay's own: nearly all exact

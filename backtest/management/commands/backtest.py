@@ -17,8 +17,9 @@ from records.policy import PRESETS
 
 class Command(BaseCommand):
     help = (
-        "Replay an app's access history under a candidate policy and under the policy "
-        "that ran: evictions, records and tokens held, and regret per day. Reads only."
+        "Replay an app's access history under a candidate policy and compare it with "
+        "what the policy that ran did: evictions, records and tokens held, and regret per "
+        "day. Reads only."
     )
 
     def add_arguments(self, parser):
