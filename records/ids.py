@@ -37,6 +37,12 @@ def validate_id(
     return value
 
 
+def stored_session_id(session_id: str) -> str:
+    """A session id as the services store and look it up: ADK's own session services
+    ignore surrounding whitespace in it, and so do ours (sessions, memory, HTTP API)."""
+    return session_id.strip()
+
+
 BIGINT_MAX = 2**63 - 1
 
 

@@ -29,7 +29,7 @@ from google.genai import types
 from . import later, search, store
 from . import sessions as session_store
 from .extract import memory_key, turn_text
-from .ids import check_scope, decimal_id, record_id
+from .ids import check_scope, decimal_id, record_id, stored_session_id
 from .models import MemoryRecord
 from .search_text import CONTEXT_TURNS
 
@@ -72,9 +72,9 @@ def add_events(
     for event in events:
         if not isinstance(event, Event):
             raise TypeError(f"events must be google.adk Event objects, not {type(event).__name__}")
-    # As the session service names it (surrounding whitespace ignored), so that the
-    # session's whole ingest later (the sweeper's) keys these events alike.
-    scope = session_id.strip() if session_id else UNSCOPED_SESSION
+    # As the session service names it, so that the session's whole ingest later (the
+    # sweeper's) keys these events alike.
+    scope = stored_session_id(session_id) if session_id else UNSCOPED_SESSION
     preceding = _turns_before(app_name, user_id, scope, events)
     return store.ingest_extracted(
         app_name,

@@ -48,7 +48,7 @@ from google.adk.sessions.state import State
 from memadmin_client.wire import check_session_config, check_storable_state, without_temp_keys
 
 from . import one_trip
-from .ids import decimal_id, validate_app_name, validate_id
+from .ids import decimal_id, stored_session_id, validate_app_name, validate_id
 from .locks import acquire_user_lock, user_lock_key
 from .models import (
     SESSION_ID_MAX,
@@ -89,9 +89,8 @@ def _check_owner(app_name: object, user_id: object) -> None:
 
 
 def _clean_session_id(session_id: object) -> str:
-    # ADK's services ignore surrounding whitespace in a session id; so do we.
     if isinstance(session_id, str):
-        session_id = session_id.strip()
+        session_id = stored_session_id(session_id)
     return validate_id("session_id", session_id, SESSION_ID_MAX)
 
 

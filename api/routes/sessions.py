@@ -11,6 +11,7 @@ from ninja import Query, Router
 
 from memadmin_client.wire import MAX_RECENT_EVENTS
 from records import sessions
+from records.ids import stored_session_id
 from records.models import SESSION_ID_MAX, USER_ID_MAX
 
 from ..errors import ApiError
@@ -197,8 +198,8 @@ def append_event(
     was read at: if storage has moved on, the append is refused with 409
     ``stale_session`` (reload and retry). An equal re-delivery of a stored event is not
     stored twice, so retrying after a lost answer is safe."""
-    # As the other session routes (records.sessions trims a session id it is given).
-    session_id = session_id.strip()
+    # As the other session routes (records.sessions takes every session id so).
+    session_id = stored_session_id(session_id)
     event = body.event
     if event.partial:
         raise ApiError(
